@@ -1,0 +1,99 @@
+// createApp(deps): the root Elysia app with the pipeline, the error vocabulary and every module. Never listens.
+import { Elysia, t } from 'elysia'
+import type { Deps } from './deps.ts'
+import { ApiError, problemResponse, type FieldError } from './http/errors.ts'
+import { buildOpenApiDocument } from './http/openapi-document.ts'
+import { op } from './http/operation.ts'
+import { API_PREFIX, createPipeline, readBody, requestState } from './http/pipeline.ts'
+import { RouteTable } from './http/route-table.ts'
+import { accountModule } from './modules/account/index.ts'
+import { platformModule } from './modules/platform/index.ts'
+
+const DOCS_PAGE = `<!doctype html>
+<html><head><meta charset="utf-8"><title>Animal-Husbandry Records Service API v1</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body><script id="api-reference" data-url="${API_PREFIX}/openapi.json"></script>
+<script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference"></script></body></html>`
+
+/** Elysia's validation errors → field errors with JSON Pointer paths into the part of the request that failed. */
+function fieldErrors(error: any): FieldError[] {
+  const all: any[] = Array.isArray(error?.all) ? error.all : []
+  const where = error?.type === 'body' ? '/body' : error?.type === 'params' ? '/path' : '/query'
+  const list = all.map((e) => ({ path: `${where}${e.path ?? ''}`, message: String(e.summary ?? e.message ?? 'is invalid') }))
+  return list.length ? list : [{ path: where, message: String(error?.message ?? 'is invalid') }]
+}
+
+function toApiError(code: string | number, error: unknown): ApiError {
+  if (error instanceof ApiError) return error
+  switch (code) {
+    case 'NOT_FOUND':
+      return new ApiError('not_found', 'No such route.')
+    case 'PARSE':
+      return new ApiError('malformed_json', 'The body is not valid JSON.')
+    case 'VALIDATION': {
+      const e = error as any
+      if (e?.type === 'body') return new ApiError('validation_failed', 'The body does not match the schema.', { errors: fieldErrors(e) })
+      if (e?.type === 'params') return new ApiError('not_found', 'No such resource.')
+      return new ApiError('invalid_parameter', 'A query parameter is invalid.', { errors: fieldErrors(e) })
+    }
+    default:
+      return new ApiError('internal_error', 'Something went wrong on our side; the request id helps us find it.')
+  }
+}
+
+export function createApp(deps: Deps) {
+  let routeTable: RouteTable | undefined
+  const pipeline = createPipeline({
+    config: deps.config, authenticator: deps.authenticator, shared: deps.shared, platform: deps.platform,
+    routes: () => routeTable!,
+  })
+  let openApiDocument: string | undefined
+
+  const app = new Elysia({ normalize: false })
+    .onRequest(async ({ request, set }) => {
+      await pipeline(request)
+      Object.assign(set.headers, requestState(request).headers)
+    })
+    .onParse(async ({ request }) => {
+      // JSON only (the pipeline already refused other media types); the size cap holds without Content-Length too.
+      const text = await readBody(request)
+      if (text === '') return null
+      try {
+        return JSON.parse(text)
+      } catch {
+        throw new ApiError('malformed_json', 'The body is not valid JSON.')
+      }
+    })
+    .onError(({ code, error, request }) => {
+      const apiError = toApiError(code, error)
+      const state = requestState(request)
+      if (apiError.status >= 500) deps.log.error('request failed', { request_id: state.requestId, error: String((error as Error)?.stack ?? error) })
+      return problemResponse(apiError, state.requestId, state.headers)
+    })
+    .use(platformModule(deps))
+    .use(accountModule(deps))
+    .get(`${API_PREFIX}/openapi.json`, ({ set }) => {
+      set.headers['content-type'] = 'application/json'
+      return (openApiDocument ??= JSON.stringify(buildOpenApiDocument(app)))
+    }, { detail: op({ summary: 'This OpenAPI 3.1 document', tags: ['Platform'], auth: 'public' }) })
+    .get(`${API_PREFIX}/docs`, ({ set }) => {
+      set.headers['content-type'] = 'text/html; charset=utf-8'
+      return DOCS_PAGE
+    }, { detail: op({ summary: 'Browsable API reference', tags: ['Platform'], auth: 'public' }) })
+
+  if (deps.config.testRoutes) {
+    // Exists only in tests, to exercise route-level deprecation end to end.
+    app.get(`${API_PREFIX}/_test/deprecated`, () => ({ ok: true }), {
+      response: { 200: t.Object({ ok: t.Boolean() }) },
+      detail: op({
+        summary: 'A deprecated route (tests only)', tags: ['Platform'],
+        deprecation: { since: new Date('2026-10-01T00:00:00Z'), sunset: new Date('2027-01-15T00:00:00Z'), link: 'https://docs.husbandry.example/changelog#test' },
+      }),
+    })
+  }
+
+  routeTable = new RouteTable(app.routes as any, API_PREFIX)
+  return app
+}
+
+export type App = ReturnType<typeof createApp>

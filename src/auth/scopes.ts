@@ -1,0 +1,22 @@
+// The one scope table (CONTRACT §2): `<area>:read` and `<area>:write` for every data area.
+export const SCOPE_AREAS = [
+  'animals', 'activities', 'breeding', 'medical', 'contacts', 'sales', 'documents', 'environment', 'sensors', 'webhooks',
+] as const
+export type ScopeArea = (typeof SCOPE_AREAS)[number]
+export type Scope = `${ScopeArea}:${'read' | 'write'}`
+
+export const ALL_SCOPES: readonly Scope[] = SCOPE_AREAS.flatMap((area) => [`${area}:read`, `${area}:write`] as Scope[])
+const known = new Set<string>(ALL_SCOPES)
+
+export function isScope(value: string): value is Scope {
+  return known.has(value)
+}
+
+/** Parses a comma- or space-separated list of scope names; `all` or `*` grants every scope. */
+export function parseScopes(text: string): Scope[] {
+  const names = text.split(/[\s,]+/).filter(Boolean)
+  if (names.includes('all') || names.includes('*')) return [...ALL_SCOPES]
+  const unknown = names.filter((n) => !isScope(n))
+  if (unknown.length) throw new Error(`unknown scope(s): ${unknown.join(', ')}; known: ${ALL_SCOPES.join(' ')}`)
+  return [...new Set(names)] as Scope[]
+}

@@ -1,0 +1,124 @@
+// Operator CLI: `bun run cli <command>` (or `npm run cli -- <command>`). Works on the configured store; with the
+// embedded database, stop the server first (PGlite belongs to one process at a time).
+import { parseArgs } from 'node:util'
+import { createAccount, isPlan, listAccounts, updateAccount } from './accounts.ts'
+import { createKey, findKeyById, listKeys, maskedToken, revokeKey } from './auth/keys.ts'
+import { parseScopes } from './auth/scopes.ts'
+import { loadConfig } from './config.ts'
+import { createDeps, type Deps } from './deps.ts'
+
+const USAGE = `usage: bun run cli <command> [options]
+
+  accounts create --name NAME [--plan free|keeper|breeder|professional] [--email E] [--allowlisted]
+  accounts list
+  accounts set-plan ACCOUNT_ID PLAN
+  accounts allowlist ACCOUNT_ID on|off        live-test allowlist (access while the platform is limited)
+  keys create ACCOUNT_ID --name NAME --scopes "animals:read,activities:write" | all [--expires-in DAYS]
+  keys list ACCOUNT_ID
+  keys revoke KEY_ID
+  status get
+  status set operational|limited
+  migrate`
+
+class UsageError extends Error {}
+
+function need(value: string | undefined, what: string): string {
+  if (!value) throw new UsageError(`missing ${what}`)
+  return value
+}
+
+async function run(deps: Deps, argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv, allowPositionals: true,
+    options: {
+      name: { type: 'string' }, plan: { type: 'string' }, email: { type: 'string' }, allowlisted: { type: 'boolean' },
+      scopes: { type: 'string' }, 'expires-in': { type: 'string' },
+    },
+  })
+  const [group, command, ...rest] = positionals
+  const db = deps.database.db
+  switch (`${group} ${command}`) {
+    case 'accounts create': {
+      const plan = values.plan ?? 'breeder'
+      if (!isPlan(plan)) throw new UsageError(`unknown plan ${plan}`)
+      const account = await createAccount(db, { name: need(values.name, '--name'), email: values.email, plan, liveTestAllowlisted: values.allowlisted ?? false })
+      console.log(`account ${account.id} (${account.plan}${account.liveTestAllowlisted ? ', allowlisted' : ''})`)
+      return
+    }
+    case 'accounts list':
+      for (const a of await listAccounts(db)) console.log(`${a.id}\t${a.plan}\t${a.liveTestAllowlisted ? 'allowlisted' : '-'}\t${a.name}`)
+      return
+    case 'accounts set-plan': {
+      const plan = need(rest[1], 'PLAN')
+      if (!isPlan(plan)) throw new UsageError(`unknown plan ${plan}`)
+      const account = await updateAccount(db, need(rest[0], 'ACCOUNT_ID'), { plan })
+      if (!account) throw new UsageError('no such account')
+      await deps.authenticator.invalidateAccount(account.id)
+      console.log(`account ${account.id} is now on ${plan}`)
+      return
+    }
+    case 'accounts allowlist': {
+      const on = need(rest[1], 'on|off')
+      if (on !== 'on' && on !== 'off') throw new UsageError('expected on or off')
+      const account = await updateAccount(db, need(rest[0], 'ACCOUNT_ID'), { liveTestAllowlisted: on === 'on' })
+      if (!account) throw new UsageError('no such account')
+      await deps.authenticator.invalidateAccount(account.id)
+      console.log(`account ${account.id} allowlist ${on}`)
+      return
+    }
+    case 'keys create': {
+      const accountId = need(rest[0], 'ACCOUNT_ID')
+      const days = values['expires-in'] ? Number(values['expires-in']) : undefined
+      if (days !== undefined && !(days > 0)) throw new UsageError('--expires-in takes a positive number of days')
+      const { key, token } = await createKey(db, {
+        accountId, kind: 'personal', name: need(values.name, '--name'), scopes: parseScopes(need(values.scopes, '--scopes')),
+        expiresAt: days ? new Date(Date.now() + days * 86_400_000) : null,
+      })
+      console.log(`key ${key.id} scopes: ${key.scopes.join(' ')}${key.expiresAt ? ` expires ${key.expiresAt.toISOString()}` : ''}`)
+      console.log(`token (shown once): ${token}`)
+      return
+    }
+    case 'keys list':
+      for (const k of await listKeys(db, need(rest[0], 'ACCOUNT_ID'))) {
+        const state = k.revokedAt ? 'revoked' : k.expiresAt && k.expiresAt < new Date() ? 'expired' : 'active'
+        console.log(`${k.id}\t${k.kind}\t${maskedToken(k)}\t${state}\tlast used ${k.lastUsedAt?.toISOString() ?? 'never'}\t${k.name}\t${k.scopes.join(' ')}`)
+      }
+      return
+    case 'keys revoke': {
+      const id = need(rest[0], 'KEY_ID')
+      const key = await revokeKey(db, id)
+      if (!key) throw new UsageError((await findKeyById(db, id)) ? 'key already revoked' : 'no such key')
+      await deps.authenticator.invalidateKey(key.tokenHash)
+      console.log(`key ${key.id} revoked`)
+      return
+    }
+    case 'status get':
+      await deps.platform.refresh()
+      console.log(deps.platform.current())
+      return
+    case 'status set': {
+      const status = need(rest[0], 'operational|limited')
+      if (status !== 'operational' && status !== 'limited') throw new UsageError('expected operational or limited')
+      await deps.platform.set(status)
+      console.log(`status ${status}`)
+      return
+    }
+    case 'migrate undefined':
+      console.log(`migrations applied (${deps.database.kind})`)
+      return
+    default:
+      throw new UsageError(`unknown command: ${positionals.join(' ') || '(none)'}`)
+  }
+}
+
+const deps = await createDeps(loadConfig())
+let code = 0
+try {
+  await run(deps, process.argv.slice(2))
+} catch (error) {
+  code = error instanceof UsageError ? 2 : 1
+  console.error(error instanceof UsageError ? `${error.message}\n\n${USAGE}` : error)
+} finally {
+  await deps.close()
+}
+process.exit(code)

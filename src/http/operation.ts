@@ -1,0 +1,65 @@
+// Every route declares who may call it here, next to its schemas; the request pipeline and the OpenAPI
+// document both read this one declaration (the route's `detail`), so they cannot disagree.
+import type { Scope } from '../auth/scopes.ts'
+
+export type KeyKind = 'personal' | 'device'
+
+export interface OperationOptions {
+  summary: string
+  description?: string
+  tags: string[]
+  /** Who may call: `public` (no key), or the key kinds accepted. Defaults to personal tokens. */
+  auth?: 'public' | readonly KeyKind[]
+  /** Scopes a personal token must hold (all of them). Empty: any valid personal token. */
+  scopes?: readonly Scope[]
+  /** Statuses this operation can answer beyond the ones the pipeline gives every operation. */
+  errors?: readonly number[]
+  /** Request media types accepted for a body (default JSON). */
+  accepts?: readonly string[]
+  /** Marks the route deprecated: it then sends Deprecation, Sunset and Link headers (CONTRACT §9). */
+  deprecation?: { since: Date; sunset: Date; link: string }
+  hide?: boolean
+}
+
+export const SECURITY_SCHEME = { personal: 'personalToken', device: 'deviceKey' } as const
+
+/** Internal fields ride along on `detail` under this key and are removed from the published document. */
+export const ROUTE_POLICY = 'x-route-policy'
+
+export interface RoutePolicy {
+  public: boolean
+  /** Scopes required of a personal token, or null when personal tokens may not call the route. */
+  personalScopes: readonly string[] | null
+  deviceAllowed: boolean
+  errors: readonly number[]
+  accepts: readonly string[]
+  deprecation: OperationOptions['deprecation'] | undefined
+}
+
+export const MIN_SUNSET_NOTICE_MS = 90 * 24 * 3600 * 1000
+
+export function op(options: OperationOptions) {
+  const auth = options.auth ?? ['personal']
+  const scopes = [...(options.scopes ?? [])]
+  if (options.deprecation && options.deprecation.sunset.getTime() - options.deprecation.since.getTime() < MIN_SUNSET_NOTICE_MS) {
+    throw new Error(`${options.summary}: a sunset must come at least 90 days after the deprecation`)
+  }
+  const policy: RoutePolicy = {
+    public: auth === 'public',
+    personalScopes: auth !== 'public' && auth.includes('personal') ? scopes : null,
+    deviceAllowed: auth !== 'public' && auth.includes('device'),
+    errors: options.errors ?? [],
+    accepts: options.accepts ?? ['application/json'],
+    deprecation: options.deprecation,
+  }
+  const security = auth === 'public' ? [] : auth.map((kind) => ({ [SECURITY_SCHEME[kind]]: kind === 'personal' ? scopes : [] }))
+  return {
+    summary: options.summary,
+    ...(options.description ? { description: options.description } : {}),
+    tags: options.tags,
+    security,
+    ...(options.deprecation ? { deprecated: true } : {}),
+    ...(options.hide ? { hide: true } : {}),
+    [ROUTE_POLICY]: policy,
+  }
+}

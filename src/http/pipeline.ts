@@ -1,0 +1,198 @@
+// The request pipeline every /api/v1 request passes before its handler, in the CONTRACT §2 order:
+// request id → 401 → 429 → 404/405 → 403 (device, plan, scope) → 413/415 → (parse 400, validate 422) → handler.
+import type { Principal } from '../auth/authenticator.ts'
+import type { Authenticator } from '../auth/authenticator.ts'
+import type { Config } from '../config.ts'
+import { ulid } from '../ids.ts'
+import type { SharedStore } from '../kv/interface.ts'
+import { planHasAccess, rateLimitFor } from '../plans.ts'
+import { API_VERSION, type PlatformStatusSource } from '../platform.ts'
+import { ApiError } from './errors.ts'
+import type { ApiRoute, RouteTable } from './route-table.ts'
+
+export const API_PREFIX = '/api/v1'
+export const MAX_BODY_BYTES = 1024 * 1024
+const REQUEST_ID_SHAPE = /^[A-Za-z0-9._:-]{1,128}$/
+const RATE_WINDOW_MS = 60_000
+
+export interface RateLimitState { limit: number; remaining: number; resetSeconds: number; resetAt: number }
+
+/** What the pipeline learned about a request, for its handler and its response. */
+export interface RequestState {
+  requestId: string
+  /** Headers every response to this request carries, errors included. */
+  headers: Record<string, string>
+  principal?: Principal
+  route?: ApiRoute
+  rateLimit?: RateLimitState
+}
+
+const states = new WeakMap<Request, RequestState>()
+
+export function requestState(request: Request): RequestState {
+  let state = states.get(request)
+  if (!state) {
+    // Requests that never passed the pipeline (non-API paths) still get an id.
+    state = { requestId: `req_${ulid()}`, headers: {} }
+    state.headers['x-request-id'] = state.requestId
+    state.headers['api-version'] = API_VERSION
+    states.set(request, state)
+  }
+  return state
+}
+
+export interface PipelineDeps {
+  config: Config
+  authenticator: Authenticator
+  shared: SharedStore
+  platform: PlatformStatusSource
+  routes: () => RouteTable
+}
+
+function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  const end = url.indexOf('?', start)
+  return end === -1 ? url.slice(start) : url.slice(start, end)
+}
+
+/** The token from `Authorization: Bearer` or `X-API-Key`; both present and different is a client error. */
+function tokenOf(request: Request): string | undefined {
+  const authorization = request.headers.get('authorization')
+  const apiKey = request.headers.get('x-api-key') ?? undefined
+  let bearer: string | undefined
+  if (authorization !== null) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
+    if (!match) throw new ApiError('invalid_token', 'The Authorization header must be "Bearer <token>".', { headers: { 'www-authenticate': 'Bearer realm="api", error="invalid_token"' } })
+    bearer = match[1]
+  }
+  if (bearer !== undefined && apiKey !== undefined && bearer !== apiKey) {
+    throw new ApiError('invalid_parameter', 'Authorization and X-API-Key carry different tokens; send one.')
+  }
+  return bearer ?? apiKey
+}
+
+function applyRateLimitHeaders(state: RequestState, rl: RateLimitState) {
+  state.headers['ratelimit-policy'] = `"default";q=${rl.limit};w=${RATE_WINDOW_MS / 1000}`
+  state.headers['ratelimit'] = `"default";r=${rl.remaining};t=${rl.resetSeconds}`
+  state.headers['x-ratelimit-limit'] = String(rl.limit)
+  state.headers['x-ratelimit-remaining'] = String(rl.remaining)
+  state.headers['x-ratelimit-reset'] = String(rl.resetAt)
+}
+
+function deprecationHeaders(state: RequestState, route: ApiRoute) {
+  const d = route.policy.deprecation
+  if (!d) return
+  state.headers['deprecation'] = `@${Math.floor(d.since.getTime() / 1000)}`
+  state.headers['sunset'] = d.sunset.toUTCString()
+  state.headers['link'] = `<${d.link}>; rel="deprecation"; type="text/html"`
+}
+
+/**
+ * Runs the checks; throws ApiError to refuse, returns normally to let the request through.
+ * The state it fills is read by handlers (principal) and by every response (headers).
+ */
+export function createPipeline(deps: PipelineDeps) {
+  return async function pipeline(request: Request): Promise<void> {
+    const state = requestState(request)
+    const incomingId = request.headers.get('x-request-id')
+    if (incomingId !== null && REQUEST_ID_SHAPE.test(incomingId)) {
+      state.requestId = incomingId
+      state.headers['x-request-id'] = incomingId
+    }
+    const path = pathOf(request.url)
+    if (path !== API_PREFIX && !path.startsWith(API_PREFIX + '/')) return
+
+    const method = request.method
+    const match = deps.routes().match(method, path)
+    const publicRoute = match.kind === 'route' ? match.route.policy.public : match.kind === 'method' && match.allPublic
+
+    if (!publicRoute) {
+      const token = tokenOf(request)
+      if (token === undefined) {
+        throw new ApiError('authentication_required', 'Send a key as "Authorization: Bearer <token>" or "X-API-Key: <token>".', { headers: { 'www-authenticate': 'Bearer realm="api"' } })
+      }
+      const principal = await deps.authenticator.verify(token)
+      if (!principal) {
+        throw new ApiError('invalid_token', 'The key is malformed, unknown, revoked or expired.', { headers: { 'www-authenticate': 'Bearer realm="api", error="invalid_token"' } })
+      }
+      state.principal = principal
+      const limit = rateLimitFor(deps.config, principal.plan, principal.kind)
+      const { count, resetMs } = await deps.shared.hit(`rl:${principal.keyId}`, RATE_WINDOW_MS)
+      const resetSeconds = Math.max(1, Math.ceil(resetMs / 1000))
+      const rl: RateLimitState = { limit, remaining: Math.max(0, limit - count), resetSeconds, resetAt: Math.ceil((Date.now() + resetMs) / 1000) }
+      state.rateLimit = rl
+      applyRateLimitHeaders(state, rl)
+      if (count > limit) {
+        throw new ApiError('rate_limited', `This key may make ${limit} requests a minute; try again in ${resetSeconds} s.`, { headers: { 'retry-after': String(resetSeconds) } })
+      }
+    }
+
+    if (match.kind === 'none') {
+      // A write to a path v1 does not serve is a write v1 does not include (CONTRACT §5): 405, no methods allowed.
+      if (method === 'GET' || method === 'HEAD') throw new ApiError('not_found', `No route ${method} ${path}.`)
+      throw new ApiError('method_not_allowed', `${method} is not part of API v1 on ${path}.`, { headers: { allow: '' } })
+    }
+    if (match.kind === 'method') {
+      throw new ApiError('method_not_allowed', `${method} is not allowed on ${path}; allowed: ${match.allow}.`, { headers: { allow: match.allow } })
+    }
+    const route = match.route
+    state.route = route
+    deprecationHeaders(state, route)
+
+    const principal = state.principal
+    if (principal) {
+      const policy = route.policy
+      if (principal.kind === 'device' && !policy.deviceAllowed) {
+        throw new ApiError('device_key_not_allowed', 'A device key may only submit readings and read its own device.')
+      }
+      if (!planHasAccess(principal.plan, principal.liveTestAllowlisted, deps.platform.current())) {
+        throw new ApiError('plan_not_eligible', 'API access needs the Breeder plan or above (or the live-test allowlist while the platform is limited).')
+      }
+      if (principal.kind === 'personal') {
+        if (policy.personalScopes === null) {
+          throw new ApiError('insufficient_scope', 'This route takes a device key, not a personal token.', { fields: { required_scopes: [] } })
+        }
+        const missing = policy.personalScopes.filter((s) => !principal.scopes.includes(s))
+        if (missing.length) {
+          throw new ApiError('insufficient_scope', `This key lacks the scope ${missing.join(', ')}.`, {
+            headers: { 'www-authenticate': `Bearer realm="api", error="insufficient_scope", scope="${policy.personalScopes.join(' ')}"` },
+            fields: { required_scopes: policy.personalScopes },
+          })
+        }
+      }
+    }
+
+    if (method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE') {
+      const length = request.headers.get('content-length')
+      if (length !== null && Number(length) > MAX_BODY_BYTES) {
+        throw new ApiError('payload_too_large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`)
+      }
+      const hasBody = (length !== null && length !== '0') || request.headers.has('transfer-encoding')
+      if (hasBody) {
+        const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
+        if (!route.policy.accepts.includes(type)) {
+          throw new ApiError('unsupported_media_type', `Send the body as ${route.policy.accepts.join(' or ')}.`, { headers: { accept: route.policy.accepts.join(', ') } })
+        }
+      }
+    }
+  }
+}
+
+/** Reads a body with the size cap enforced as it streams, for bodies sent without Content-Length. */
+export async function readBody(request: Request): Promise<string> {
+  if (!request.body) return ''
+  const reader = request.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > MAX_BODY_BYTES) {
+      reader.cancel().catch(() => {})
+      throw new ApiError('payload_too_large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`)
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}

@@ -1,0 +1,32 @@
+// Schemas shared by many routes: the problem body and the list envelope.
+import { t, type TSchema } from 'elysia'
+
+export const Problem = t.Object({
+  type: t.String({ format: 'uri' }),
+  title: t.String(),
+  status: t.Integer(),
+  detail: t.String(),
+  code: t.String({ description: 'Stable machine-readable error code (CONTRACT §3).' }),
+  request_id: t.String(),
+  errors: t.Array(t.Object({ path: t.String({ description: 'JSON Pointer into the request (body, query or path).' }), message: t.String() })),
+  required_scopes: t.Optional(t.Array(t.String())),
+}, { $id: '#/components/schemas/Problem', description: 'RFC 9457 problem details.' })
+
+/** The list envelope every list answers with (CONTRACT §4). */
+export function PageOf<T extends TSchema>(item: T) {
+  return t.Object({
+    data: t.Array(item),
+    has_more: t.Boolean(),
+    next_cursor: t.Union([t.String(), t.Null()], { description: 'Pass as `cursor` to get the next page; null on the last page.' }),
+  })
+}
+
+export const Timestamp = t.String({ format: 'date-time', description: 'RFC 3339 UTC with milliseconds.' })
+
+/** `limit` and `cursor`, the paging parameters of every list. */
+export function pageQuery(defaultLimit = 50, maxLimit = 200) {
+  return {
+    limit: t.Optional(t.Integer({ minimum: 1, maximum: maxLimit, default: defaultLimit, description: `Page size, 1–${maxLimit} (default ${defaultLimit}).` })),
+    cursor: t.Optional(t.String({ maxLength: 2048, description: 'The `next_cursor` of the previous page; bound to this list and its filters.' })),
+  }
+}

@@ -1,0 +1,51 @@
+import Redis from 'ioredis'
+import type { SharedStore } from './interface.ts'
+
+// INCR and PEXPIRE in one script so two processes can never both start a window or lose a count.
+const HIT_SCRIPT = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
+return {count, ttl}
+`
+
+export async function redisStore(url: string, prefix: string): Promise<SharedStore> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true })
+  // Pub/sub needs a connection of its own: a subscribed connection can issue no other commands.
+  const subscriber = new Redis(url, { lazyConnect: true })
+  await client.connect()
+  const handlers = new Map<string, Set<(message: string) => void>>()
+  let subscriberReady: Promise<void> | undefined
+  subscriber.on('message', (channel: string, message: string) => {
+    for (const handler of handlers.get(channel) ?? []) handler(message)
+  })
+  // Errors surface on the commands that fail; without a listener ioredis would print every reconnect attempt.
+  client.on('error', () => {})
+  subscriber.on('error', () => {})
+  return {
+    kind: 'redis',
+    async hit(key, windowMs) {
+      const [count, ttl] = (await client.eval(HIT_SCRIPT, 1, prefix + key, windowMs)) as [number, number]
+      return { count, resetMs: ttl }
+    },
+    async publish(channel, message) {
+      await client.publish(prefix + channel, message)
+    },
+    async subscribe(channel, handler) {
+      subscriberReady ??= subscriber.connect()
+      await subscriberReady
+      const full = prefix + channel
+      let set = handlers.get(full)
+      if (!set) { set = new Set(); handlers.set(full, set); await subscriber.subscribe(full) }
+      set.add(handler)
+    },
+    async ping() {
+      await client.ping()
+    },
+    async close() {
+      client.disconnect()
+      subscriber.disconnect()
+    },
+  }
+}

@@ -1,0 +1,59 @@
+// config → deps → app → listen. With WORKERS=n the first process prepares the store, then starts n server
+// processes sharing the port (SO_REUSEPORT) and relays signals to them. SIGTERM drains and exits cleanly.
+import { createApp } from './app.ts'
+import { isEmbedded, loadConfig } from './config.ts'
+import { createDeps } from './deps.ts'
+import { demoEnabled, seedDemoAccount } from './seed.ts'
+
+const MAX_SERVER_BODY_BYTES = 8 * 1024 * 1024 // a backstop; the API's own 1 MiB limit answers 413 as problem+json
+const config = loadConfig()
+const isWorker = process.env.HRS_WORKER === '1'
+
+async function prepareStore() {
+  const deps = await createDeps(config)
+  if (demoEnabled(config)) {
+    const demo = await seedDemoAccount(deps)
+    if (demo) console.log(`demo key: ${demo.token}`)
+  }
+  return deps
+}
+
+async function serve() {
+  const deps = isWorker ? await createDeps(config, { migrate: false }) : await prepareStore()
+  const app = createApp(deps)
+  app.listen({ port: config.port, hostname: config.host, reusePort: config.workers > 1, maxRequestBodySize: MAX_SERVER_BODY_BYTES })
+  const server = app.server!
+  if (!isWorker) console.log(`listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${server.port}/api/v1 (${deps.database.kind}, ${deps.shared.kind} store)`)
+  let stopping = false
+  const shutdown = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    deps.log.info('shutting down', { signal, pid: process.pid })
+    // stop() without force stops accepting and resolves once in-flight requests have been answered.
+    await server.stop(false)
+    await deps.close()
+    process.exit(0)
+  }
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+  process.on('SIGINT', () => void shutdown('SIGINT'))
+}
+
+async function supervise() {
+  if (isEmbedded(config) || !config.redisUrl) {
+    console.error('WORKERS > 1 needs DATABASE_URL and REDIS_URL: the embedded database and in-process stores live in one process.')
+    process.exit(2)
+  }
+  const deps = await prepareStore()
+  await deps.close()
+  const children = Array.from({ length: config.workers }, () =>
+    Bun.spawn([process.execPath, import.meta.path], { env: { ...process.env, HRS_WORKER: '1' }, stdout: 'inherit', stderr: 'inherit' }))
+  console.log(`listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${config.port}/api/v1 (${config.workers} workers)`)
+  const relay = (signal: NodeJS.Signals) => { for (const child of children) child.kill(signal) }
+  process.on('SIGTERM', () => relay('SIGTERM'))
+  process.on('SIGINT', () => relay('SIGINT'))
+  const codes = await Promise.all(children.map((c) => c.exited))
+  process.exit(codes.every((c) => c === 0) ? 0 : 1)
+}
+
+if (config.workers > 1 && !isWorker) await supervise()
+else await serve()

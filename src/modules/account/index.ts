@@ -1,0 +1,55 @@
+import { Elysia, t } from 'elysia'
+import { getAccount } from '../../accounts.ts'
+import type { Deps } from '../../deps.ts'
+import { ApiError } from '../../http/errors.ts'
+import { op } from '../../http/operation.ts'
+import { requestState } from '../../http/pipeline.ts'
+import { principalOf } from '../../http/request.ts'
+import { Timestamp } from '../../http/schemas.ts'
+import { findKeyById, maskedToken } from '../../auth/keys.ts'
+
+const MeBody = t.Object({
+  account: t.Object({
+    id: t.String({ examples: ['acct_01jd8x3m5v6w7y8z9a0b1c2d3e'] }),
+    name: t.String(),
+    plan: t.Union([t.Literal('free'), t.Literal('keeper'), t.Literal('breeder'), t.Literal('professional')]),
+    live_test_allowlisted: t.Boolean(),
+    created_at: Timestamp,
+  }),
+  key: t.Object({
+    id: t.String(),
+    name: t.String(),
+    kind: t.Literal('personal'),
+    token: t.String({ description: 'Masked: prefix and last four characters.' }),
+    expires_at: t.Union([Timestamp, t.Null()]),
+    created_at: Timestamp,
+  }),
+  scopes: t.Array(t.String(), { description: 'The scopes this key holds.' }),
+  rate_limits: t.Object({
+    policy: t.String({ description: 'As in the RateLimit-Policy header.' }),
+    limit: t.Integer({ description: 'Requests per window.' }),
+    remaining: t.Integer({ description: 'Left in the current window, after this request.' }),
+    window_seconds: t.Integer(),
+    reset_seconds: t.Integer({ description: 'Seconds until the window resets.' }),
+    reset_at: t.Integer({ description: 'Epoch seconds when the window resets.' }),
+  }),
+})
+
+export function accountModule(deps: Deps) {
+  return new Elysia({ name: 'account' })
+    .get('/api/v1/me', async ({ request }) => {
+      const principal = principalOf(request)
+      const [account, key] = await Promise.all([getAccount(deps.database.db, principal.accountId), findKeyById(deps.database.db, principal.keyId)])
+      if (!account || !key) throw new ApiError('invalid_token', 'The key no longer exists.')
+      const rl = requestState(request).rateLimit!
+      return {
+        account: { id: account.id, name: account.name, plan: account.plan, live_test_allowlisted: account.liveTestAllowlisted, created_at: account.createdAt.toISOString() },
+        key: { id: key.id, name: key.name, kind: 'personal' as const, token: maskedToken(key), expires_at: key.expiresAt?.toISOString() ?? null, created_at: key.createdAt.toISOString() },
+        scopes: [...principal.scopes],
+        rate_limits: { policy: `"default";q=${rl.limit};w=60`, limit: rl.limit, remaining: rl.remaining, window_seconds: 60, reset_seconds: rl.resetSeconds, reset_at: rl.resetAt },
+      }
+    }, {
+      response: { 200: MeBody },
+      detail: op({ summary: 'The account behind the key, the scopes it holds and its rate limits', tags: ['Account'] }),
+    })
+}

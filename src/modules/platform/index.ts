@@ -1,0 +1,62 @@
+import { Elysia, t } from 'elysia'
+import type { Deps } from '../../deps.ts'
+import { ApiError } from '../../http/errors.ts'
+import { op } from '../../http/operation.ts'
+import { API_VERSION, RELEASE_DATE } from '../../platform.ts'
+
+const CHECK_TIMEOUT_MS = 2_000
+
+async function probe(fn: () => Promise<void>): Promise<'ok' | 'down'> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    await Promise.race([fn(), new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS) })])
+    return 'ok'
+  } catch {
+    return 'down'
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Each configured backend, pinged now. */
+export async function checkBackends(deps: Deps): Promise<Record<string, 'ok' | 'down'>> {
+  const [database, shared] = await Promise.all([probe(() => deps.database.ping()), probe(() => deps.shared.ping())])
+  return { [deps.database.kind]: database, [deps.shared.kind === 'redis' ? 'redis' : 'in_process_store']: shared }
+}
+
+const StatusBody = t.Object({
+  status: t.Union([t.Literal('operational'), t.Literal('limited'), t.Literal('degraded')], {
+    description: '`limited`: access is restricted to Breeder+ plans and the live-test allowlist; `degraded`: a backing store is down.',
+  }),
+  version: t.String({ examples: [API_VERSION] }),
+  release_date: t.String({ format: 'date' }),
+})
+
+const Checks = t.Record(t.String(), t.Union([t.Literal('ok'), t.Literal('down')]))
+
+export function platformModule(deps: Deps) {
+  return new Elysia({ name: 'platform' })
+    .get('/api/v1/status', async () => {
+      const checks = await checkBackends(deps)
+      const degraded = Object.values(checks).includes('down')
+      return { status: degraded ? 'degraded' as const : deps.platform.current(), version: API_VERSION, release_date: RELEASE_DATE }
+    }, {
+      response: { 200: StatusBody },
+      detail: op({ summary: 'API status', tags: ['Platform'], auth: 'public', description: 'Public. Reports `limited` while access is restricted.' }),
+    })
+    .get('/healthz', () => ({ status: 'ok' as const }), {
+      response: { 200: t.Object({ status: t.Literal('ok') }) },
+      detail: op({ summary: 'Liveness: the process answers', tags: ['Platform'], auth: 'public' }),
+    })
+    .get('/readyz', async ({ set }) => {
+      const checks = await checkBackends(deps)
+      if (Object.values(checks).includes('down')) {
+        throw new ApiError('service_unavailable', 'A backing store is not reachable.', { headers: { 'retry-after': '5' }, fields: { checks } })
+      }
+      set.status = 200
+      return { status: 'ready' as const, checks }
+    }, {
+      response: { 200: t.Object({ status: t.Literal('ready'), checks: Checks }) },
+      detail: op({ summary: 'Readiness: every configured backend answers', tags: ['Platform'], auth: 'public', errors: [503] }),
+    })
+}
