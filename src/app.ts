@@ -8,6 +8,8 @@ import { API_PREFIX, createPipeline, readBody, requestState } from './http/pipel
 import { RouteTable } from './http/route-table.ts'
 import { accountModule } from './modules/account/index.ts'
 import { platformModule } from './modules/platform/index.ts'
+import { referenceModule } from './modules/reference/index.ts'
+import { testingModule } from './modules/testing/index.ts'
 
 const DOCS_PAGE = `<!doctype html>
 <html><head><meta charset="utf-8"><title>Animal-Husbandry Records Service API v1</title>
@@ -25,6 +27,8 @@ function fieldErrors(error: any): FieldError[] {
 
 function toApiError(code: string | number, error: unknown): ApiError {
   if (error instanceof ApiError) return error
+  // Elysia wraps what a parser throws (our 413 and 400 included) as the cause of its own ParseError.
+  if ((error as Error | undefined)?.cause instanceof ApiError) return (error as Error).cause as ApiError
   switch (code) {
     case 'NOT_FOUND':
       return new ApiError('not_found', 'No such route.')
@@ -47,7 +51,7 @@ export function createApp(deps: Deps) {
     config: deps.config, authenticator: deps.authenticator, shared: deps.shared, platform: deps.platform,
     routes: () => routeTable!,
   })
-  let openApiDocument: string | undefined
+  let openApiDocument: Record<string, unknown> | undefined
 
   const app = new Elysia({ normalize: false })
     .onRequest(async ({ request, set }) => {
@@ -72,25 +76,20 @@ export function createApp(deps: Deps) {
     })
     .use(platformModule(deps))
     .use(accountModule(deps))
-    .get(`${API_PREFIX}/openapi.json`, ({ set }) => {
-      set.headers['content-type'] = 'application/json'
-      return (openApiDocument ??= JSON.stringify(buildOpenApiDocument(app)))
-    }, { detail: op({ summary: 'This OpenAPI 3.1 document', tags: ['Platform'], auth: 'public' }) })
+    .use(referenceModule(deps))
+    .get(`${API_PREFIX}/openapi.json`, () => (openApiDocument ??= buildOpenApiDocument(app)), {
+      response: { 200: t.Record(t.String(), t.Unknown(), { description: 'OpenAPI 3.1 document.' }) },
+      detail: op({ summary: 'This OpenAPI 3.1 document', tags: ['Platform'], auth: 'public' }),
+    })
     .get(`${API_PREFIX}/docs`, ({ set }) => {
       set.headers['content-type'] = 'text/html; charset=utf-8'
       return DOCS_PAGE
-    }, { detail: op({ summary: 'Browsable API reference', tags: ['Platform'], auth: 'public' }) })
-
-  if (deps.config.testRoutes) {
-    // Exists only in tests, to exercise route-level deprecation end to end.
-    app.get(`${API_PREFIX}/_test/deprecated`, () => ({ ok: true }), {
-      response: { 200: t.Object({ ok: t.Boolean() }) },
-      detail: op({
-        summary: 'A deprecated route (tests only)', tags: ['Platform'],
-        deprecation: { since: new Date('2026-10-01T00:00:00Z'), sunset: new Date('2027-01-15T00:00:00Z'), link: 'https://docs.husbandry.example/changelog#test' },
-      }),
+    }, {
+      response: { 200: t.String({ description: 'HTML page rendering this document.' }) },
+      detail: op({ summary: 'Browsable API reference', tags: ['Platform'], auth: 'public' }),
     })
-  }
+
+  if (deps.config.testRoutes) app.use(testingModule())
 
   routeTable = new RouteTable(app.routes as any, API_PREFIX)
   return app

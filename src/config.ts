@@ -20,6 +20,8 @@ export interface Config {
   /** Requests per minute for personal tokens and device keys (plans may raise them). */
   readonly rateLimitPerMinute: number
   readonly deviceRateLimitPerMinute: number
+  /** Length of a rate-limit window; the limits above are per this window (60 s unless testing resets). */
+  readonly rateLimitWindowSeconds: number
   /** How long a verified key stays in a process's cache without being re-read (revocation is pushed sooner). */
   readonly keyCacheTtlMs: number
   /** Register routes that exist only for tests (a deprecated route). */
@@ -62,8 +64,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     demo: flag(env, 'DEMO'),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600, 1),
     deviceRateLimitPerMinute: int(env, 'DEVICE_RATE_LIMIT_PER_MINUTE', 120, 1),
+    rateLimitWindowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
     keyCacheTtlMs: int(env, 'KEY_CACHE_TTL_MS', 60_000, 0),
-    testRoutes: false,
+    testRoutes: flag(env, 'TEST_ROUTES') ?? false,
     ...overrides,
   }
   return Object.freeze(config)

@@ -84,7 +84,10 @@ function errorResponses() {
 type Operation = Record<string, any>
 
 export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
-  const generated = toOpenAPISchema(app)
+  // staticFile: false keeps openapi.json itself in the document (the generator skips dotted paths by default).
+  const generated = toOpenAPISchema(app, { staticFile: false })
+  const usedResponses = new Set<string>()
+  const usedSchemes = new Set<string>()
   const policies = new Map<string, RoutePolicy>()
   for (const route of app.routes) {
     const policy = (route.hooks as any)?.detail?.[ROUTE_POLICY] as RoutePolicy | undefined
@@ -110,13 +113,20 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
       if (path.includes('{')) statuses.add(404)
       if (operation.parameters?.some((p: { in: string }) => p.in === 'query')) statuses.add(400)
       if (operation.requestBody) [400, 413, 415, 422].forEach((s) => statuses.add(s))
-      for (const status of [...statuses].sort()) responses[status] ??= { $ref: `#/components/responses/${STATUS_NAME[status]}` }
+      for (const status of [...statuses].sort()) {
+        responses[status] ??= { $ref: `#/components/responses/${STATUS_NAME[status]}` }
+        usedResponses.add(STATUS_NAME[status]!)
+      }
+      for (const requirement of operation.security ?? []) for (const scheme of Object.keys(requirement)) usedSchemes.add(scheme)
       operation.responses = responses
       if (policy.deprecation) {
         operation.description = `${operation.description ?? ''}\n\nDeprecated since ${policy.deprecation.since.toISOString()}; sunset ${policy.deprecation.sunset.toUTCString()}. See ${policy.deprecation.link}.`.trim()
       }
     }
   }
+  const responseComponents = Object.fromEntries(Object.entries(errorResponses()).filter(([name]) => usedResponses.has(name)))
+  const referenced = JSON.stringify([paths, responseComponents])
+  const headers = Object.fromEntries(Object.entries(HEADERS).filter(([name]) => referenced.includes(`"#/components/headers/${name}"`)))
   return {
     openapi: '3.1.0',
     info: {
@@ -133,15 +143,15 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
     paths,
     components: {
       schemas: { ...(generated.components.schemas ?? {}), Problem: JSON.parse(JSON.stringify(Problem)) },
-      responses: errorResponses(),
-      headers: HEADERS,
-      securitySchemes: {
+      responses: responseComponents,
+      headers,
+      securitySchemes: Object.fromEntries(Object.entries({
         personalToken: {
           type: 'http', scheme: 'bearer',
           description: `Personal access token (\`hrs_pat_…\`), also accepted as \`X-API-Key\`. The requirement lists the scopes the token must hold; known scopes: ${ALL_SCOPES.join(', ')}.`,
         },
         deviceKey: { type: 'http', scheme: 'bearer', description: 'Device key (`hrs_dev_…`): may only submit readings and read its own device.' },
-      },
+      }).filter(([name]) => usedSchemes.has(name))),
     },
   }
 }

@@ -13,9 +13,8 @@ import type { ApiRoute, RouteTable } from './route-table.ts'
 export const API_PREFIX = '/api/v1'
 export const MAX_BODY_BYTES = 1024 * 1024
 const REQUEST_ID_SHAPE = /^[A-Za-z0-9._:-]{1,128}$/
-const RATE_WINDOW_MS = 60_000
 
-export interface RateLimitState { limit: number; remaining: number; resetSeconds: number; resetAt: number }
+export interface RateLimitState { limit: number; remaining: number; windowSeconds: number; resetSeconds: number; resetAt: number }
 
 /** What the pipeline learned about a request, for its handler and its response. */
 export interface RequestState {
@@ -72,7 +71,7 @@ function tokenOf(request: Request): string | undefined {
 }
 
 function applyRateLimitHeaders(state: RequestState, rl: RateLimitState) {
-  state.headers['ratelimit-policy'] = `"default";q=${rl.limit};w=${RATE_WINDOW_MS / 1000}`
+  state.headers['ratelimit-policy'] = `"default";q=${rl.limit};w=${rl.windowSeconds}`
   state.headers['ratelimit'] = `"default";r=${rl.remaining};t=${rl.resetSeconds}`
   state.headers['x-ratelimit-limit'] = String(rl.limit)
   state.headers['x-ratelimit-remaining'] = String(rl.remaining)
@@ -117,13 +116,14 @@ export function createPipeline(deps: PipelineDeps) {
       }
       state.principal = principal
       const limit = rateLimitFor(deps.config, principal.plan, principal.kind)
-      const { count, resetMs } = await deps.shared.hit(`rl:${principal.keyId}`, RATE_WINDOW_MS)
+      const windowSeconds = deps.config.rateLimitWindowSeconds
+      const { count, resetMs } = await deps.shared.hit(`rl:${principal.keyId}`, windowSeconds * 1000)
       const resetSeconds = Math.max(1, Math.ceil(resetMs / 1000))
-      const rl: RateLimitState = { limit, remaining: Math.max(0, limit - count), resetSeconds, resetAt: Math.ceil((Date.now() + resetMs) / 1000) }
+      const rl: RateLimitState = { limit, remaining: Math.max(0, limit - count), windowSeconds, resetSeconds, resetAt: Math.ceil((Date.now() + resetMs) / 1000) }
       state.rateLimit = rl
       applyRateLimitHeaders(state, rl)
       if (count > limit) {
-        throw new ApiError('rate_limited', `This key may make ${limit} requests a minute; try again in ${resetSeconds} s.`, { headers: { 'retry-after': String(resetSeconds) } })
+        throw new ApiError('rate_limited', `This key may make ${limit} requests every ${windowSeconds} s; try again in ${resetSeconds} s.`, { headers: { 'retry-after': String(resetSeconds) } })
       }
     }
 

@@ -46,7 +46,7 @@ export function accountModule(deps: Deps) {
         account: { id: account.id, name: account.name, plan: account.plan, live_test_allowlisted: account.liveTestAllowlisted, created_at: account.createdAt.toISOString() },
         key: { id: key.id, name: key.name, kind: 'personal' as const, token: maskedToken(key), expires_at: key.expiresAt?.toISOString() ?? null, created_at: key.createdAt.toISOString() },
         scopes: [...principal.scopes],
-        rate_limits: { policy: `"default";q=${rl.limit};w=60`, limit: rl.limit, remaining: rl.remaining, window_seconds: 60, reset_seconds: rl.resetSeconds, reset_at: rl.resetAt },
+        rate_limits: { policy: `"default";q=${rl.limit};w=${rl.windowSeconds}`, limit: rl.limit, remaining: rl.remaining, window_seconds: rl.windowSeconds, reset_seconds: rl.resetSeconds, reset_at: rl.resetAt },
       }
     }, {
       response: { 200: MeBody },

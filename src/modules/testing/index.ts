@@ -1,0 +1,38 @@
+// Routes that exist only with TEST_ROUTES=1, so tests can exercise the shared machinery (deprecation, body
+// checks, scopes, 500s, graceful shutdown) end to end before every real route that uses it exists.
+import { Elysia, t } from 'elysia'
+import { op } from '../../http/operation.ts'
+
+export function testingModule() {
+  return new Elysia({ name: 'testing', prefix: '/api/v1/_test' })
+    .get('/deprecated', () => ({ ok: true }), {
+      response: { 200: t.Object({ ok: t.Boolean() }) },
+      detail: op({
+        summary: 'A deprecated route (tests only)', tags: ['Testing'],
+        deprecation: { since: new Date('2026-10-01T00:00:00Z'), sunset: new Date('2027-01-15T00:00:00Z'), link: 'https://docs.husbandry.example/changelog#test' },
+      }),
+    })
+    .post('/echo', ({ body }) => body, {
+      body: t.Object({
+        name: t.String({ minLength: 1, maxLength: 100 }),
+        count: t.Optional(t.Number({ minimum: 0 })),
+        tags: t.Optional(t.Array(t.String({ minLength: 1 }), { maxItems: 5 })),
+      }, { additionalProperties: false }),
+      response: { 200: t.Object({ name: t.String(), count: t.Optional(t.Number()), tags: t.Optional(t.Array(t.String())) }) },
+      detail: op({ summary: 'Echoes a validated body (tests only)', tags: ['Testing'], scopes: ['animals:write'] }),
+    })
+    .get('/boom', () => {
+      throw new Error('relation "secret_table" does not exist at /srv/app/db.ts:42')
+    }, {
+      response: { 200: t.Object({ ok: t.Boolean() }) },
+      detail: op({ summary: 'Always fails (tests only)', tags: ['Testing'] }),
+    })
+    .get('/slow', async ({ query }) => {
+      await Bun.sleep(query.ms)
+      return { pid: process.pid, slept_ms: query.ms }
+    }, {
+      query: t.Object({ ms: t.Integer({ minimum: 0, maximum: 10_000 }) }),
+      response: { 200: t.Object({ pid: t.Integer(), slept_ms: t.Integer() }) },
+      detail: op({ summary: 'Answers after a delay, with the serving pid (tests only)', tags: ['Testing'], auth: 'public' }),
+    })
+}

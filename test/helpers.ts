@@ -1,0 +1,106 @@
+// Test harness: each test file gets its own database (a fresh Postgres database when DATABASE_URL is set,
+// an in-memory PGlite otherwise), its own Redis key prefix when REDIS_URL is set, a real server on loopback,
+// and helpers that make a fresh account and key per test.
+import postgres from 'postgres'
+import { createAccount } from '../src/accounts.ts'
+import { createApp } from '../src/app.ts'
+import { createKey } from '../src/auth/keys.ts'
+import type { Scope } from '../src/auth/scopes.ts'
+import { loadConfig, type Config } from '../src/config.ts'
+import { createDeps, type Deps } from '../src/deps.ts'
+import type { Plan } from '../db/schema/index.ts'
+
+export const REAL_DATABASE_URL = process.env.DATABASE_URL || undefined
+export const REAL_REDIS_URL = process.env.REDIS_URL || undefined
+export const backendLabel = `${REAL_DATABASE_URL ? 'postgres' : 'pglite'}+${REAL_REDIS_URL ? 'redis' : 'memory'}`
+
+const suffix = () => `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`
+
+/** A database of its own for one test file: created on the real server, or an in-memory/temp PGlite. */
+export async function freshDatabase(): Promise<{ databaseUrl?: string; dataDir: string; drop(): Promise<void> }> {
+  if (!REAL_DATABASE_URL) return { dataDir: 'memory://', drop: async () => {} }
+  const name = `hrs_test_${suffix()}`
+  const admin = postgres(REAL_DATABASE_URL, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`create database ${name}`)
+  await admin.end()
+  const url = new URL(REAL_DATABASE_URL)
+  url.pathname = `/${name}`
+  return {
+    databaseUrl: url.toString(),
+    dataDir: 'memory://',
+    async drop() {
+      const a = postgres(REAL_DATABASE_URL!, { max: 1, onnotice: () => {} })
+      await a.unsafe(`drop database if exists ${name} with (force)`)
+      await a.end()
+    },
+  }
+}
+
+export interface TestEnv {
+  deps: Deps
+  app: ReturnType<typeof createApp>
+  config: Config
+  baseUrl: string
+  /** Makes an account (Breeder plan unless told) and a personal key holding `scopes`. */
+  account(options?: { plan?: Plan; allowlisted?: boolean; scopes?: readonly Scope[]; expiresAt?: Date }): Promise<{ accountId: string; keyId: string; token: string }>
+  /** A request to the real server on loopback. `token` goes in Authorization; `body` objects are sent as JSON. */
+  request(method: string, path: string, options?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<Response>
+  close(): Promise<void>
+}
+
+export async function createTestEnv(overrides: Partial<Config> = {}): Promise<TestEnv> {
+  const database = await freshDatabase()
+  const config = loadConfig({}, {
+    dataDir: database.dataDir, databaseUrl: database.databaseUrl, redisUrl: REAL_REDIS_URL,
+    redisPrefix: `hrs_test_${suffix()}:`, testRoutes: true, logLevel: 'error', ...overrides,
+  })
+  const deps = await createDeps(config)
+  const app = createApp(deps)
+  app.listen({ port: 0, hostname: '127.0.0.1' })
+  const baseUrl = `http://127.0.0.1:${app.server!.port}`
+  return {
+    deps, app, config, baseUrl,
+    async account(options = {}) {
+      const account = await createAccount(deps.database.db, { name: `test ${suffix()}`, plan: options.plan ?? 'breeder', liveTestAllowlisted: options.allowlisted })
+      const { key, token } = await createKey(deps.database.db, { accountId: account.id, kind: 'personal', name: 'test key', scopes: options.scopes ?? [], expiresAt: options.expiresAt })
+      return { accountId: account.id, keyId: key.id, token }
+    },
+    request(method, path, options = {}) {
+      const headers: Record<string, string> = { ...options.headers }
+      if (options.token) headers.authorization = `Bearer ${options.token}`
+      let body: BodyInit | undefined
+      if (typeof options.body === 'string' || options.body instanceof Uint8Array || options.body instanceof ReadableStream) body = options.body as BodyInit
+      else if (options.body !== undefined) { body = JSON.stringify(options.body); headers['content-type'] ??= 'application/json' }
+      return fetch(baseUrl + path, { method, headers, body })
+    },
+    async close() {
+      await app.stop(true)
+      await deps.close()
+      await database.drop()
+    },
+  }
+}
+
+/** Asserts a problem+json response and returns its body. */
+export async function problem(response: Response, status: number, code: string): Promise<Record<string, any>> {
+  const text = await response.text()
+  if (response.status !== status) throw new Error(`expected ${status} ${code}, got ${response.status}: ${text}`)
+  if (!response.headers.get('content-type')?.startsWith('application/problem+json')) throw new Error(`not problem+json: ${response.headers.get('content-type')}`)
+  const body = JSON.parse(text)
+  if (body.code !== code) throw new Error(`expected code ${code}, got ${body.code}: ${text}`)
+  if (body.status !== status || typeof body.request_id !== 'string' || typeof body.title !== 'string' || !Array.isArray(body.errors)) {
+    throw new Error(`incomplete problem body: ${text}`)
+  }
+  if (body.request_id !== response.headers.get('x-request-id')) throw new Error('request_id differs from X-Request-Id')
+  return body
+}
+
+/** Polls `check` until it returns true or `timeoutMs` passes; returns the time it took. */
+export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, intervalMs = 20): Promise<number> {
+  const start = performance.now()
+  while (performance.now() - start < timeoutMs) {
+    if (await check()) return performance.now() - start
+    await Bun.sleep(intervalMs)
+  }
+  throw new Error(`condition not met within ${timeoutMs} ms`)
+}
