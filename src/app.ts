@@ -71,7 +71,7 @@ export function createApp(deps: Deps) {
     .onError(({ code, error, request }) => {
       const apiError = toApiError(code, error)
       const state = requestState(request)
-      if (apiError.status >= 500) deps.log.error('request failed', { request_id: state.requestId, error: String((error as Error)?.stack ?? error) })
+      if (apiError.code === 'internal_error') deps.log.error('request failed', { request_id: state.requestId, error: String((error as Error)?.stack ?? error) })
       return problemResponse(apiError, state.requestId, state.headers)
     })
     .use(platformModule(deps))

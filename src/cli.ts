@@ -68,10 +68,12 @@ async function run(deps: Deps, argv: string[]): Promise<void> {
     }
     case 'keys create': {
       const accountId = need(rest[0], 'ACCOUNT_ID')
+      let scopes
+      try { scopes = parseScopes(need(values.scopes, '--scopes')) } catch (e) { throw new UsageError((e as Error).message) }
       const days = values['expires-in'] ? Number(values['expires-in']) : undefined
       if (days !== undefined && !(days > 0)) throw new UsageError('--expires-in takes a positive number of days')
       const { key, token } = await createKey(db, {
-        accountId, kind: 'personal', name: need(values.name, '--name'), scopes: parseScopes(need(values.scopes, '--scopes')),
+        accountId, kind: 'personal', name: need(values.name, '--name'), scopes,
         expiresAt: days ? new Date(Date.now() + days * 86_400_000) : null,
       })
       console.log(`key ${key.id} scopes: ${key.scopes.join(' ')}${key.expiresAt ? ` expires ${key.expiresAt.toISOString()}` : ''}`)

@@ -23,7 +23,9 @@ async function serve() {
   const app = createApp(deps)
   app.listen({ port: config.port, hostname: config.host, reusePort: config.workers > 1, maxRequestBodySize: MAX_SERVER_BODY_BYTES })
   const server = app.server!
-  if (!isWorker) console.log(`listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${server.port}/api/v1 (${deps.database.kind}, ${deps.shared.kind} store)`)
+  // A worker tells its supervisor it is serving, so "listening" is printed only once every worker is.
+  if (isWorker) process.send?.('ready')
+  else console.log(`listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${server.port}/api/v1 (${deps.database.kind}, ${deps.shared.kind} store)`)
   let stopping = false
   const shutdown = async (signal: string) => {
     if (stopping) return
@@ -45,8 +47,21 @@ async function supervise() {
   }
   const deps = await prepareStore()
   await deps.close()
+  let ready = 0
+  let allReady!: () => void
+  const serving = new Promise<void>((resolve) => { allReady = resolve })
   const children = Array.from({ length: config.workers }, () =>
-    Bun.spawn([process.execPath, import.meta.path], { env: { ...process.env, HRS_WORKER: '1' }, stdout: 'inherit', stderr: 'inherit' }))
+    Bun.spawn([process.execPath, import.meta.path], {
+      env: { ...process.env, HRS_WORKER: '1' }, stdout: 'inherit', stderr: 'inherit',
+      ipc(message) { if (message === 'ready' && ++ready === config.workers) allReady() },
+    }))
+  const firstExit = Promise.race(children.map((c) => c.exited))
+  const outcome = await Promise.race([serving.then(() => 'serving' as const), firstExit])
+  if (outcome !== 'serving') {
+    console.error(`a worker exited during start-up (code ${outcome})`)
+    for (const child of children) child.kill('SIGTERM')
+    process.exit(1)
+  }
   console.log(`listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${config.port}/api/v1 (${config.workers} workers)`)
   const relay = (signal: NodeJS.Signals) => { for (const child of children) child.kill(signal) }
   process.on('SIGTERM', () => relay('SIGTERM'))
