@@ -1,5 +1,5 @@
 // createApp(deps): the root Elysia app with the pipeline, the error vocabulary and every module. Never listens.
-import { Elysia, t } from 'elysia'
+import { Elysia, t, type AnyElysia } from 'elysia'
 import type { Deps } from './deps.ts'
 import { ApiError, problemResponse, type FieldError } from './http/errors.ts'
 import { buildOpenApiDocument } from './http/openapi-document.ts'
@@ -52,6 +52,8 @@ export function createApp(deps: Deps) {
     routes: () => routeTable!,
   })
   let openApiDocument: Record<string, unknown> | undefined
+  // Built on first request, once every route is registered (the document describes the finished app).
+  const publishedDocument = (): Record<string, unknown> => (openApiDocument ??= buildOpenApiDocument(app as AnyElysia))
 
   const app = new Elysia({ normalize: false })
     .onRequest(async ({ request, set }) => {
@@ -77,7 +79,7 @@ export function createApp(deps: Deps) {
     .use(platformModule(deps))
     .use(accountModule(deps))
     .use(referenceModule(deps))
-    .get(`${API_PREFIX}/openapi.json`, () => (openApiDocument ??= buildOpenApiDocument(app)), {
+    .get(`${API_PREFIX}/openapi.json`, () => publishedDocument(), {
       response: { 200: t.Record(t.String(), t.Unknown(), { description: 'OpenAPI 3.1 document.' }) },
       detail: op({ summary: 'This OpenAPI 3.1 document', tags: ['Platform'], auth: 'public' }),
     })

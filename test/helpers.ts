@@ -68,8 +68,8 @@ export async function createTestEnv(overrides: Partial<Config> = {}): Promise<Te
     request(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers }
       if (options.token) headers.authorization = `Bearer ${options.token}`
-      let body: BodyInit | undefined
-      if (typeof options.body === 'string' || options.body instanceof Uint8Array || options.body instanceof ReadableStream) body = options.body as BodyInit
+      let body: RequestInit['body']
+      if (typeof options.body === 'string' || options.body instanceof Uint8Array || options.body instanceof ReadableStream) body = options.body as RequestInit['body']
       else if (options.body !== undefined) { body = JSON.stringify(options.body); headers['content-type'] ??= 'application/json' }
       return fetch(baseUrl + path, { method, headers, body })
     },
