@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { updateAccount } from '../src/accounts.ts'
-import { createKey, revokeKey } from '../src/auth/keys.ts'
+import { createKey, findKeyById, maskedToken, revokeKey } from '../src/auth/keys.ts'
 import { generateToken } from '../src/tokens.ts'
-import { createTestEnv, problem, type TestEnv } from './helpers.ts'
+import { createTestEnv, problem, waitFor, type TestEnv } from './helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => { env = await createTestEnv() })
@@ -43,6 +43,22 @@ describe('authentication (401)', () => {
     expect((await env.request('GET', '/api/v1/me', { token: a.token, headers: { 'x-api-key': a.token } })).status).toBe(200)
     await problem(await env.request('GET', '/api/v1/me', { token: a.token, headers: { 'x-api-key': b.token } }), 400, 'invalid_parameter')
     await problem(await env.request('GET', '/api/v1/me', { headers: { authorization: `Basic ${btoa('u:p')}` } }), 401, 'invalid_token')
+  })
+})
+
+describe('key bookkeeping', () => {
+  test('a used key gets last_used_at, written off the request path', async () => {
+    const { token, keyId } = await env.account()
+    expect((await findKeyById(env.deps.database.db, keyId))!.lastUsedAt).toBeNull()
+    expect((await env.request('GET', '/api/v1/me', { token })).status).toBe(200)
+    await waitFor(async () => (await findKeyById(env.deps.database.db, keyId))!.lastUsedAt !== null, 2_000)
+  })
+
+  test('the store keeps only a hash of the token, and listings show prefix and last four', async () => {
+    const { token, keyId } = await env.account()
+    const row = (await findKeyById(env.deps.database.db, keyId))!
+    expect(JSON.stringify(row)).not.toContain(token.slice(8, -6))
+    expect(maskedToken(row)).toBe(`hrs_pat_…${token.slice(-4)}`)
   })
 })
 

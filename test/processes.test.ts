@@ -13,12 +13,12 @@ const redisPrefix = `hrs_test_${Date.now().toString(36)}:`
 let database: Awaited<ReturnType<typeof freshDatabase>>
 /** The store every child process of this file uses: a fresh Postgres database, or a fresh PGlite directory. */
 let storeEnv: Record<string, string | undefined>
+const envFor = (db: { databaseUrl?: string }): Record<string, string | undefined> =>
+  db.databaseUrl ? { DATABASE_URL: db.databaseUrl, REDIS_URL: REAL_REDIS_URL, REDIS_PREFIX: redisPrefix } : { DATA_DIR: tempDataDir() }
 
 beforeAll(async () => {
   database = await freshDatabase()
-  storeEnv = database.databaseUrl
-    ? { DATABASE_URL: database.databaseUrl, REDIS_URL: REAL_REDIS_URL, REDIS_PREFIX: redisPrefix }
-    : { DATA_DIR: tempDataDir() }
+  storeEnv = envFor(database)
 })
 afterAll(async () => { await database.drop() })
 
@@ -38,7 +38,7 @@ describe('start-up', () => {
 
   test('DEMO=0 never seeds', async () => {
     const fresh = await freshDatabase()
-    const env = fresh.databaseUrl ? { DATABASE_URL: fresh.databaseUrl, REDIS_URL: REAL_REDIS_URL, REDIS_PREFIX: redisPrefix } : { DATA_DIR: tempDataDir() }
+    const env = envFor(fresh)
     const server = await startServer({ ...env, DEMO: '0' })
     expect(server.stdout()).not.toContain('demo key')
     expect(await server.stop()).toBe(0)
@@ -101,7 +101,7 @@ if (!shared) console.log('processes.test: multi-process revocation and WORKERS=2
 describe('operator CLI', () => {
   test('creates accounts and keys, lists and revokes keys, sets status and allowlist', async () => {
     const fresh = await freshDatabase()
-    const env = fresh.databaseUrl ? { DATABASE_URL: fresh.databaseUrl, REDIS_URL: REAL_REDIS_URL, REDIS_PREFIX: redisPrefix } : { DATA_DIR: tempDataDir() }
+    const env = envFor(fresh)
     try {
       const created = await runCli(['accounts', 'create', '--name', 'Cli Test', '--plan', 'keeper'], env)
       expect(created.code).toBe(0)

@@ -52,7 +52,7 @@ export class Authenticator {
     } else {
       principal = await this.load(tokenHash)
     }
-    if (principal?.expiresAt !== null && principal !== undefined && principal.expiresAt <= now) return undefined
+    if (principal && principal.expiresAt !== null && principal.expiresAt <= now) return undefined
     return principal
   }
 
