@@ -1,5 +1,5 @@
 // The only place that picks a database driver: postgres.js when DATABASE_URL is set, PGlite otherwise.
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import * as schema from './schema/index.ts'
@@ -17,6 +17,25 @@ export interface Database {
 }
 
 export const MIGRATIONS_FOLDER = join(import.meta.dir, 'migrations')
+
+function processAlive(pid: number): boolean {
+  try { process.kill(pid, 0); return true } catch (e) { return (e as NodeJS.ErrnoException).code === 'EPERM' }
+}
+
+/**
+ * PGlite is one Postgres in one process: a second process opening the same directory would corrupt it.
+ * A pid file makes that a clear error instead (a stale file from a crashed process is taken over).
+ */
+function lockDataDir(dataDir: string): () => void {
+  const lockFile = join(dataDir, 'hrs.pid')
+  let holder: number | undefined
+  try { holder = Number(readFileSync(lockFile, 'utf8')) } catch { /* no lock yet */ }
+  if (holder && holder !== process.pid && processAlive(holder)) {
+    throw new Error(`the embedded database in ${dataDir} is in use by process ${holder}; stop it first (or set DATABASE_URL)`)
+  }
+  writeFileSync(lockFile, String(process.pid))
+  return () => rmSync(lockFile, { force: true })
+}
 
 export async function openDatabase(options: { databaseUrl?: string; dataDir: string }): Promise<Database> {
   if (options.databaseUrl) {
@@ -37,7 +56,8 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir: str
   const { drizzle } = await import('drizzle-orm/pglite')
   const { migrate } = await import('drizzle-orm/pglite/migrator')
   const inMemory = options.dataDir === 'memory://'
-  if (!inMemory) mkdirSync(options.dataDir, { recursive: true })
+  let unlock = () => {}
+  if (!inMemory) { mkdirSync(options.dataDir, { recursive: true }); unlock = lockDataDir(options.dataDir) }
   const client = inMemory ? new PGlite() : new PGlite(options.dataDir)
   await client.waitReady
   const db = drizzle({ client, schema })
@@ -46,6 +66,6 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir: str
     kind: 'pglite',
     migrate: () => migrate(db, { migrationsFolder: MIGRATIONS_FOLDER }),
     ping: async () => { await client.query('select 1') },
-    close: () => client.close(),
+    close: async () => { await client.close(); unlock() },
   }
 }

@@ -113,7 +113,10 @@ async function run(deps: Deps, argv: string[]): Promise<void> {
   }
 }
 
-const deps = await createDeps(loadConfig())
+const deps = await createDeps(loadConfig()).catch((error: Error) => {
+  console.error(`cannot open the store: ${error.message}`)
+  process.exit(1)
+})
 let code = 0
 try {
   await run(deps, process.argv.slice(2))

@@ -98,6 +98,18 @@ describe.if(shared)('several processes (real Postgres and Redis)', () => {
 })
 if (!shared) console.log('processes.test: multi-process revocation and WORKERS=2 skipped: they need DATABASE_URL and REDIS_URL (PGlite and the in-process store belong to one process)')
 
+describe.if(!REAL_DATABASE_URL)('embedded store ownership', () => {
+  test('the CLI refuses an embedded database a running server holds, and works once it stops', async () => {
+    const dataDir = tempDataDir()
+    const server = await startServer({ DATA_DIR: dataDir, DEMO: '0' })
+    const refused = await runCli(['accounts', 'list'], { DATA_DIR: dataDir })
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain(`in use by process ${server.proc.pid}`)
+    expect(await server.stop()).toBe(0)
+    expect((await runCli(['accounts', 'list'], { DATA_DIR: dataDir })).code).toBe(0)
+  })
+})
+
 describe('operator CLI', () => {
   test('creates accounts and keys, lists and revokes keys, sets status and allowlist', async () => {
     const fresh = await freshDatabase()
