@@ -17,7 +17,7 @@ export interface Principal {
   readonly expiresAt: number | null
 }
 
-interface CacheEntry { principal: Principal; tokenHash: string; cachedAt: number; lastTouchedAt: number }
+interface CacheEntry { principal: Principal; cachedAt: number; lastTouchedAt: number }
 
 const INVALIDATION_CHANNEL = 'auth:invalidate'
 /** last_used_at is a hint for humans, so it is written at most once a minute per key, off the request path. */
@@ -83,7 +83,7 @@ export class Authenticator {
       pending = this.read(tokenHash).then((principal) => {
         if (principal && generation === this.generation) {
           const now = Date.now()
-          this.cache.set(tokenHash, { principal, tokenHash, cachedAt: now, lastTouchedAt: now })
+          this.cache.set(tokenHash, { principal, cachedAt: now, lastTouchedAt: now })
           this.touch(principal.keyId)
         }
         return principal

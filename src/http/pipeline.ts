@@ -1,7 +1,6 @@
 // The request pipeline every /api/v1 request passes before its handler, in the CONTRACT §2 order:
 // request id → 401 → 429 → 404/405 → 403 (device, plan, scope) → 413/415 → (parse 400, validate 422) → handler.
-import type { Principal } from '../auth/authenticator.ts'
-import type { Authenticator } from '../auth/authenticator.ts'
+import type { Authenticator, Principal } from '../auth/authenticator.ts'
 import type { Config } from '../config.ts'
 import { ulid } from '../ids.ts'
 import type { SharedStore } from '../kv/interface.ts'

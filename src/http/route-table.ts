@@ -39,10 +39,6 @@ export class RouteTable {
     }
   }
 
-  get routes(): ApiRoute[] {
-    return [...this.staticPaths.values(), ...this.paramPaths.map((p) => p.entry)].flatMap((e) => [...e.methods.values()])
-  }
-
   match(method: string, path: string): RouteMatch {
     let entry = this.staticPaths.get(path)
     if (!entry) for (const candidate of this.paramPaths) if (candidate.pattern.test(path)) { entry = candidate.entry; break }
