@@ -9,6 +9,8 @@ export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
 export interface Database {
   readonly db: Db
   readonly kind: 'postgres' | 'pglite'
+  /** Raw SQL with positional parameters ($1…; arrays bind as Postgres arrays), for hot paths drizzle would slow. */
+  query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>
   /** Runs the committed migrations (idempotent). */
   migrate(): Promise<void>
   /** A cheap round trip for readiness checks. */
@@ -47,6 +49,7 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir: str
     return {
       db: db as unknown as Db,
       kind: 'postgres',
+      query: async (text, params = []) => (await client.unsafe(text, params as never[])) as never,
       migrate: () => migrate(db, { migrationsFolder: MIGRATIONS_FOLDER }),
       ping: async () => { await client`select 1` },
       close: () => client.end({ timeout: 5 }),
@@ -64,6 +67,7 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir: str
   return {
     db: db as unknown as Db,
     kind: 'pglite',
+    query: async (text, params = []) => (await client.query(text, params)).rows as never,
     migrate: () => migrate(db, { migrationsFolder: MIGRATIONS_FOLDER }),
     ping: async () => { await client.query('select 1') },
     close: async () => { await client.close(); unlock() },

@@ -6,9 +6,17 @@ import { buildOpenApiDocument } from './http/openapi-document.ts'
 import { op } from './http/operation.ts'
 import { API_PREFIX, createPipeline, readBody, requestState } from './http/pipeline.ts'
 import { RouteTable } from './http/route-table.ts'
+import { ingestRoutes } from '../ingest/index.ts'
 import { accountModule } from './modules/account/index.ts'
+import { activitiesModule } from './modules/activities/index.ts'
+import { animalsModule } from './modules/animals/index.ts'
+import { readingsRoutes } from './modules/environment/readings.ts'
 import { platformModule } from './modules/platform/index.ts'
+import { webhooksModule } from './modules/webhooks/index.ts'
 import { referenceModule } from './modules/reference/index.ts'
+import { sensorsModule } from './modules/sensors/index.ts'
+import { READ_ONLY_AREAS } from './records/all-areas.ts'
+import { readOnlyRoutes } from './records/areas.ts'
 import { testingModule } from './modules/testing/index.ts'
 
 const DOCS_PAGE = `<!doctype html>
@@ -20,7 +28,7 @@ const DOCS_PAGE = `<!doctype html>
 /** Elysia's validation errors → field errors with JSON Pointer paths into the part of the request that failed. */
 function fieldErrors(error: any): FieldError[] {
   const all: any[] = Array.isArray(error?.all) ? error.all : []
-  const where = error?.type === 'body' ? '/body' : error?.type === 'params' ? '/path' : '/query'
+  const where = error?.type === 'body' ? '/body' : error?.type === 'params' ? '/path' : error?.type === 'headers' ? '/header' : '/query'
   const list = all.map((e) => ({ path: `${where}${e.path ?? ''}`, message: String(e.summary ?? e.message ?? 'is invalid') }))
   return list.length ? list : [{ path: where, message: String(error?.message ?? 'is invalid') }]
 }
@@ -38,7 +46,7 @@ function toApiError(code: string | number, error: unknown): ApiError {
       const e = error as any
       if (e?.type === 'body') return new ApiError('validation_failed', 'The body does not match the schema.', { errors: fieldErrors(e) })
       if (e?.type === 'params') return new ApiError('not_found', 'No such resource.')
-      return new ApiError('invalid_parameter', 'A query parameter is invalid.', { errors: fieldErrors(e) })
+      return new ApiError('invalid_parameter', e?.type === 'headers' ? 'A request header is invalid.' : 'A query parameter is invalid.', { errors: fieldErrors(e) })
     }
     default:
       return new ApiError('internal_error', 'Something went wrong on our side; the request id helps us find it.')
@@ -48,7 +56,7 @@ function toApiError(code: string | number, error: unknown): ApiError {
 export function createApp(deps: Deps) {
   let routeTable: RouteTable | undefined
   const pipeline = createPipeline({
-    config: deps.config, authenticator: deps.authenticator, shared: deps.shared, platform: deps.platform,
+    config: deps.config, authenticator: deps.authenticator, rateLimiter: deps.rateLimiter, platform: deps.platform,
     routes: () => routeTable!,
   })
   let openApiDocument: Record<string, unknown> | undefined
@@ -57,13 +65,15 @@ export function createApp(deps: Deps) {
 
   const app = new Elysia({ normalize: false })
     .onRequest(async ({ request, set }) => {
-      await pipeline(request)
+      await pipeline.run(request)
       Object.assign(set.headers, requestState(request).headers)
     })
     .onParse(async ({ request }) => {
       // JSON only (the pipeline already refused other media types); the size cap holds without Content-Length too.
       const text = await readBody(request)
       if (text === '') return null
+      // The pipeline let through only media types the route accepts; forms are for constrained firmware.
+      if (request.headers.get('content-type')?.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(text))
       try {
         return JSON.parse(text)
       } catch {
@@ -79,6 +89,13 @@ export function createApp(deps: Deps) {
     .use(platformModule(deps))
     .use(accountModule(deps))
     .use(referenceModule(deps))
+    .use(animalsModule(deps))
+    .use(activitiesModule(deps))
+    .use(readOnlyRoutes(deps, READ_ONLY_AREAS))
+    .use(sensorsModule(deps))
+    .use(ingestRoutes(deps, pipeline))
+    .use(readingsRoutes(deps))
+    .use(webhooksModule(deps))
     .get(`${API_PREFIX}/openapi.json`, () => publishedDocument(), {
       response: { 200: t.Record(t.String(), t.Unknown(), { description: 'OpenAPI 3.1 document.' }) },
       detail: op({ summary: 'This OpenAPI 3.1 document', tags: ['Platform'], auth: 'public' }),

@@ -1,11 +1,14 @@
 // Operator CLI: `bun run cli <command>` (or `npm run cli -- <command>`). Works on the configured store; with the
 // embedded database, stop the server first (PGlite belongs to one process at a time).
+import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { createAccount, isPlan, listAccounts, updateAccount } from './accounts.ts'
+import { createAccount, getAccount, isPlan, listAccounts, updateAccount } from './accounts.ts'
 import { createKey, findKeyById, listKeys, maskedToken, revokeKey } from './auth/keys.ts'
 import { parseScopes } from './auth/scopes.ts'
 import { loadConfig } from './config.ts'
 import { createDeps, type Deps } from './deps.ts'
+import { fillDemoAccount } from './records/demo-data.ts'
+import { IMPORT_AREA_NAMES, ImportError, accountHasAnimals, formatOf, importArea, importRecords, parseImportFile } from './records/importer.ts'
 
 const USAGE = `usage: bun run cli <command> [options]
 
@@ -18,6 +21,10 @@ const USAGE = `usage: bun run cli <command> [options]
   keys revoke KEY_ID
   status get
   status set operational|limited
+  import ACCOUNT_ID AREA FILE [--format json|csv]
+                                              bulk-load records (no webhook events); AREA is one of
+                                              ${IMPORT_AREA_NAMES.join(', ')}
+  demo ACCOUNT_ID [--animals N] [--seed N]    fill an account without animals with a generated collection
   migrate`
 
 class UsageError extends Error {}
@@ -33,10 +40,13 @@ async function run(deps: Deps, argv: string[]): Promise<void> {
     options: {
       name: { type: 'string' }, plan: { type: 'string' }, email: { type: 'string' }, allowlisted: { type: 'boolean' },
       scopes: { type: 'string' }, 'expires-in': { type: 'string' },
+      format: { type: 'string' }, animals: { type: 'string' }, seed: { type: 'string' },
     },
   })
   const [group, command, ...rest] = positionals
   const db = deps.database.db
+  if (group === 'import') return importFile(deps, need(command, 'ACCOUNT_ID'), need(rest[0], 'AREA'), need(rest[1], 'FILE'), values.format)
+  if (group === 'demo') return demo(deps, need(command, 'ACCOUNT_ID'), values.animals, values.seed)
   switch (`${group} ${command}`) {
     case 'accounts create': {
       const plan = values.plan ?? 'breeder'
@@ -113,6 +123,30 @@ async function run(deps: Deps, argv: string[]): Promise<void> {
   }
 }
 
+async function importFile(deps: Deps, accountId: string, area: string, file: string, format: string | undefined): Promise<void> {
+  if (!(await getAccount(deps.database.db, accountId))) throw new UsageError('no such account')
+  if (!importArea(area)) throw new UsageError(`unknown area ${area} (one of: ${IMPORT_AREA_NAMES.join(', ')})`)
+  const kind = format ?? formatOf(file)
+  if (kind !== 'json' && kind !== 'csv') throw new UsageError(format ? `unknown format ${format} (json or csv)` : 'cannot tell the format from the file name; add --format json|csv')
+  let text: string
+  try { text = readFileSync(file, 'utf8') } catch (e) { throw new UsageError(`cannot read ${file}: ${(e as Error).message}`) }
+  const { imported } = await importRecords(deps, accountId, area, parseImportFile(text, kind, area))
+  console.log(`imported ${imported} ${area}`)
+}
+
+async function demo(deps: Deps, accountId: string, animals: string | undefined, seed: string | undefined): Promise<void> {
+  if (!(await getAccount(deps.database.db, accountId))) throw new UsageError('no such account')
+  const count = animals === undefined ? 300 : Number(animals)
+  if (!Number.isInteger(count) || count < 1 || count > 20_000) throw new UsageError('--animals takes a whole number from 1 to 20000')
+  const seedValue = seed === undefined ? 1 : Number(seed)
+  if (!Number.isInteger(seedValue)) throw new UsageError('--seed takes a whole number')
+  if (await accountHasAnimals(deps.database.db, accountId)) throw new UsageError(`account ${accountId} already has animals; demo fills an account without any`)
+  const started = performance.now()
+  const counts = await fillDemoAccount(deps, accountId, { animals: count, seed: seedValue })
+  console.log(`demo data for ${accountId} (seed ${seedValue}) in ${((performance.now() - started) / 1000).toFixed(1)} s:`)
+  for (const [area, n] of Object.entries(counts)) console.log(`  ${area.padEnd(17)}${n}`)
+}
+
 const deps = await createDeps(loadConfig()).catch((error: Error) => {
   console.error(`cannot open the store: ${error.message}`)
   process.exit(1)
@@ -122,7 +156,8 @@ try {
   await run(deps, process.argv.slice(2))
 } catch (error) {
   code = error instanceof UsageError ? 2 : 1
-  console.error(error instanceof UsageError ? `${error.message}\n\n${USAGE}` : error)
+  if (error instanceof ImportError) console.error([`import failed: ${error.message}`, ...error.errors].join('\n'))
+  else console.error(error instanceof UsageError ? `${error.message}\n\n${USAGE}` : error)
 } finally {
   await deps.close()
 }

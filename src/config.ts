@@ -12,6 +12,8 @@ export interface Config {
   readonly redisPrefix: string
   readonly questdbIlp: string | undefined
   readonly questdbPgUrl: string | undefined
+  /** The QuestDB table readings go to (tests use one of their own). */
+  readonly questdbTable: string
   readonly workers: number
   readonly webhookAllowPrivate: boolean
   readonly logLevel: LogLevel
@@ -26,6 +28,25 @@ export interface Config {
   readonly keyCacheTtlMs: number
   /** Register routes that exist only for tests (a deprecated route). */
   readonly testRoutes: boolean
+  /** Seconds between a failed webhook attempt and the next, one entry per retry (CONTRACT §8). */
+  readonly webhookRetrySchedule: readonly number[]
+  /** A receiver slower than this fails the attempt. */
+  readonly webhookTimeoutMs: number
+  /** How often an idle dispatcher looks for due deliveries. */
+  readonly webhookPollMs: number
+  /** Attempts in flight per process, and per endpoint (so one slow receiver cannot hold up the others). */
+  readonly webhookConcurrency: number
+  readonly webhookConcurrencyPerEndpoint: number
+  /** Group commit: a batch is written at this many readings… */
+  readonly ingestBatchSize: number
+  /** …or after this many milliseconds, whichever comes first. */
+  readonly ingestFlushMs: number
+  /** Readings held in memory (waiting or being written) before ingest answers 503. */
+  readonly ingestMaxQueued: number
+  /** Batches written to the store at once. */
+  readonly ingestFlushConcurrency: number
+  /** A store write slower than this fails its requests with 503 (the device retries; dedup absorbs a late success). */
+  readonly ingestWriteTimeoutMs: number
 }
 
 function int(env: Record<string, string | undefined>, name: string, fallback: number, min = 0): number {
@@ -44,6 +65,15 @@ function flag(env: Record<string, string | undefined>, name: string): boolean | 
   throw new Error(`${name} must be 1 or 0, got "${raw}"`)
 }
 
+/** A comma-separated list of non-negative seconds (fractions allowed, for tests). */
+function seconds(env: Record<string, string | undefined>, name: string, fallback: number[]): number[] {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const list = raw.split(',').map((x) => Number(x.trim()))
+  if (!list.length || list.some((n) => !Number.isFinite(n) || n < 0)) throw new Error(`${name} must be comma-separated seconds, got "${raw}"`)
+  return list
+}
+
 const levels: LogLevel[] = ['debug', 'info', 'warn', 'error']
 
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
@@ -58,6 +88,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisPrefix: env.REDIS_PREFIX || 'hrs:',
     questdbIlp: env.QUESTDB_ILP || undefined,
     questdbPgUrl: env.QUESTDB_PG_URL || undefined,
+    questdbTable: env.QUESTDB_TABLE || 'sensor_readings',
     workers: int(env, 'WORKERS', 1, 1),
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE') ?? false,
     logLevel,
@@ -67,6 +98,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimitWindowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
     keyCacheTtlMs: int(env, 'KEY_CACHE_TTL_MS', 60_000, 0),
     testRoutes: flag(env, 'TEST_ROUTES') ?? false,
+    webhookRetrySchedule: seconds(env, 'WEBHOOK_RETRY_SCHEDULE', [5, 300, 1800, 7200, 18_000, 36_000, 50_400, 72_000, 86_400]),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 1),
+    webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 500, 1),
+    webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 16, 1),
+    webhookConcurrencyPerEndpoint: int(env, 'WEBHOOK_CONCURRENCY_PER_ENDPOINT', 2, 1),
+    ingestBatchSize: int(env, 'INGEST_BATCH_SIZE', 10_000, 1),
+    ingestFlushMs: int(env, 'INGEST_FLUSH_MS', 10, 0),
+    ingestMaxQueued: int(env, 'INGEST_MAX_QUEUED', 200_000, 1),
+    ingestFlushConcurrency: int(env, 'INGEST_FLUSH_CONCURRENCY', 2, 1),
+    ingestWriteTimeoutMs: int(env, 'INGEST_WRITE_TIMEOUT_MS', 10_000, 1),
     ...overrides,
   }
   return Object.freeze(config)

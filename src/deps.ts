@@ -4,11 +4,17 @@ import { openDatabase, type Database } from '../db/client.ts'
 import { Authenticator } from './auth/authenticator.ts'
 import type { Config } from './config.ts'
 import { CursorCodec } from './http/cursor.ts'
+import { RateLimiter } from './http/rate-limit.ts'
+import { Dispatcher } from './webhooks/dispatcher.ts'
 import type { SharedStore } from './kv/interface.ts'
 import { memoryStore } from './kv/memory.ts'
 import { redisStore } from './kv/redis.ts'
 import { PlatformStatusSource, settingOrCreate } from './platform.ts'
 import { createLogger, type Logger } from './log.ts'
+import { createIngest, type Ingest } from '../ingest/index.ts'
+import type { ReadingsStore } from '../ingest/stores/interface.ts'
+import { questdbStore } from '../ingest/stores/questdb.ts'
+import { sqlStore } from '../ingest/stores/sql.ts'
 
 export interface Deps {
   readonly config: Config
@@ -17,25 +23,46 @@ export interface Deps {
   readonly authenticator: Authenticator
   readonly platform: PlatformStatusSource
   readonly cursors: CursorCodec
+  readonly rateLimiter: RateLimiter
+  readonly readings: ReadingsStore
+  readonly ingest: Ingest
+  /** Started by the server (and by `bun run dispatcher`), not here: tests drive it themselves. */
+  readonly dispatcher: Dispatcher
   readonly log: Logger
   close(): Promise<void>
 }
 
-export async function createDeps(config: Config, options: { migrate?: boolean } = {}): Promise<Deps> {
+export interface DepsOptions {
+  migrate?: boolean
+  /** A readings store to use instead of the configured one (tests inject failures through it). */
+  readings?: (database: Database) => ReadingsStore
+}
+
+export async function createDeps(config: Config, options: DepsOptions = {}): Promise<Deps> {
   const log = createLogger(config.logLevel)
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   if (options.migrate ?? true) await database.migrate()
   const shared = config.redisUrl ? await redisStore(config.redisUrl, config.redisPrefix) : memoryStore()
   const authenticator = new Authenticator(database.db, shared, config.keyCacheTtlMs)
   await authenticator.start()
+  const rateLimiter = new RateLimiter(shared)
   const platform = new PlatformStatusSource(database.db)
   await platform.refresh()
   // Every process must sign cursors alike, so the secret lives in the database, made once.
   const cursorSecret = await settingOrCreate(database.db, 'cursor_secret', () => randomBytes(32).toString('base64url'))
+  const readings = options.readings ? options.readings(database) : config.questdbIlp ? await questdbStore(config) : sqlStore(database)
+  const dispatcher = new Dispatcher(database, config, log)
+  const ingest = await createIngest({ config, database, shared, readings, log })
   return {
     config, database, shared, authenticator, platform, log,
     cursors: new CursorCodec(cursorSecret),
+    rateLimiter, readings, ingest,
+    dispatcher,
     async close() {
+      rateLimiter.stop()
+      await dispatcher.stop()
+      await ingest.drain()
+      await readings.close()
       await shared.close()
       await database.close()
     },

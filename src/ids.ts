@@ -4,7 +4,7 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'
 export const ID_PREFIXES = {
   account: 'acct', key: 'key', device: 'dev', animal: 'anm', activity: 'act', environment: 'env',
   clutch: 'clt', breeding: 'brd', condition: 'cnd', document: 'doc', contact: 'cnt', invoice: 'inv',
-  webhookEndpoint: 'whe', event: 'evt', claim: 'clm', request: 'req',
+  webhookEndpoint: 'whe', event: 'evt', claim: 'clm', request: 'req', attempt: 'wha',
 } as const
 export type IdKind = keyof typeof ID_PREFIXES
 

@@ -3,6 +3,7 @@
 import { createApp } from './app.ts'
 import { isEmbedded, loadConfig } from './config.ts'
 import { createDeps } from './deps.ts'
+import { purgeExpiredIdempotencyKeys } from './http/idempotency.ts'
 import { demoEnabled, seedDemoAccount } from './seed.ts'
 
 const MAX_SERVER_BODY_BYTES = 8 * 1024 * 1024 // a backstop; the API's own 1 MiB limit answers 413 as problem+json
@@ -21,15 +22,20 @@ async function prepareStore() {
 async function serve() {
   const deps = isWorker ? await createDeps(config, { migrate: false }) : await prepareStore()
   const app = createApp(deps)
+  deps.dispatcher.start()
   app.listen({ port: config.port, hostname: config.host, reusePort: config.workers > 1, maxRequestBodySize: MAX_SERVER_BODY_BYTES })
   const server = app.server!
   // A worker tells its supervisor it is serving, so "listening" is printed only once every worker is.
   if (isWorker) process.send?.('ready')
   else console.log(`listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${server.port}/api/v1 (${deps.database.kind}, ${deps.shared.kind} store)`)
+  // Stored idempotent responses are kept 24 h; every process sweeps now and then (the delete is idempotent).
+  const sweep = setInterval(() => purgeExpiredIdempotencyKeys(deps).catch((error) => deps.log.warn('idempotency sweep failed', { error: String(error) })), 3600_000)
+  sweep.unref()
   let stopping = false
   const shutdown = async (signal: string) => {
     if (stopping) return
     stopping = true
+    clearInterval(sweep)
     deps.log.info('shutting down', { signal, pid: process.pid })
     // stop() without force stops accepting and resolves once in-flight requests have been answered.
     await server.stop(false)

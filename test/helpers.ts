@@ -7,7 +7,7 @@ import { createApp } from '../src/app.ts'
 import { createKey } from '../src/auth/keys.ts'
 import type { Scope } from '../src/auth/scopes.ts'
 import { loadConfig, type Config } from '../src/config.ts'
-import { createDeps, type Deps } from '../src/deps.ts'
+import { createDeps, type Deps, type DepsOptions } from '../src/deps.ts'
 import type { Plan } from '../db/schema/index.ts'
 
 export const REAL_DATABASE_URL = process.env.DATABASE_URL || undefined
@@ -48,13 +48,13 @@ export interface TestEnv {
   close(): Promise<void>
 }
 
-export async function createTestEnv(overrides: Partial<Config> = {}): Promise<TestEnv> {
+export async function createTestEnv(overrides: Partial<Config> = {}, options: DepsOptions = {}): Promise<TestEnv> {
   const database = await freshDatabase()
   const config = loadConfig({}, {
     dataDir: database.dataDir, databaseUrl: database.databaseUrl, redisUrl: REAL_REDIS_URL,
     redisPrefix: `hrs_test_${suffix()}:`, testRoutes: true, logLevel: 'error', ...overrides,
   })
-  const deps = await createDeps(config)
+  const deps = await createDeps(config, options)
   const app = createApp(deps)
   app.listen({ port: 0, hostname: '127.0.0.1' })
   const baseUrl = `http://127.0.0.1:${app.server!.port}`

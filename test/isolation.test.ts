@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { revokeKey } from '../src/auth/keys.ts'
+import { ALL_SCOPES } from '../src/auth/scopes.ts'
 import { createTestEnv, problem, type TestEnv } from './helpers.ts'
 
 let env: TestEnv
-beforeAll(async () => { env = await createTestEnv() })
+beforeAll(async () => { env = await createTestEnv({ webhookAllowPrivate: true }) })
 afterAll(async () => { await env.close() })
 
 describe('cross-account isolation', () => {
@@ -37,5 +38,36 @@ describe('cross-account isolation', () => {
     const page = await (await env.request('GET', '/api/v1/species?limit=5', { token: a.token })).json()
     expect(page.has_more).toBe(true)
     await problem(await env.request('GET', `/api/v1/species?limit=5&cursor=${encodeURIComponent(page.next_cursor)}`, { token: b.token }), 400, 'invalid_cursor')
+  })
+
+  test("every path that takes an id answers 404 to another account, and the owner's record is unchanged", async () => {
+    const owner = await env.account({ scopes: ALL_SCOPES })
+    const stranger = await env.account({ scopes: ALL_SCOPES })
+    const webhookEndpoint = async () => (await (await env.request('POST', '/api/v1/webhooks/endpoints', { token: owner.token, body: { url: 'http://127.0.0.1:9/x', enabled_events: ['*'] } })).json()).id
+    // How to make a record for each path with an {id}; a new route with an id must add its line here.
+    const makers: Record<string, () => Promise<string>> = {
+      '/api/v1/animals/{id}': async () => (await (await env.request('POST', '/api/v1/animals', { token: owner.token, body: { name: 'Mine', species_id: 'python-regius' } })).json()).id,
+      '/api/v1/sensors/devices/{id}': async () => (await (await env.request('POST', '/api/v1/sensors/devices', { token: owner.token, body: { name: 'Mine' } })).json()).id,
+      '/api/v1/webhooks/endpoints/{id}': webhookEndpoint,
+      '/api/v1/webhooks/endpoints/{id}/test': webhookEndpoint,
+    }
+    const doc = await (await env.request('GET', '/api/v1/openapi.json')).json()
+    const idPaths = Object.keys(doc.paths).filter((path) => path.includes('{id}'))
+    expect(idPaths.sort()).toEqual(Object.keys(makers).sort())
+    for (const path of idPaths) {
+      const id = await makers[path]!()
+      const url = path.replace('{id}', id)
+      // The record itself is read at its own path (an action path such as …/test has no GET).
+      const recordUrl = url.replace(/\/test$/, '')
+      const before = await (await env.request('GET', recordUrl, { token: owner.token })).text()
+      for (const method of Object.keys(doc.paths[path]).map((m) => m.toUpperCase())) {
+        // A body the route accepts, so the refusal is about whose record it is, not about the body.
+        const body = method === 'PATCH' ? (path.startsWith('/api/v1/webhooks') ? { description: 'stolen' } : { name: 'stolen' }) : undefined
+        const res = await env.request(method, url, { token: stranger.token, body })
+        const refused = await problem(res, 404, 'not_found')
+        expect(JSON.stringify(refused)).not.toContain(owner.accountId)
+      }
+      expect(await (await env.request('GET', recordUrl, { token: owner.token })).text()).toBe(before)
+    }
   })
 })

@@ -59,6 +59,20 @@ describe('OpenAPI document', () => {
     }
   })
 
+  test('every request body is described by its schema, for each media type the route accepts', () => {
+    const bodies = operations().filter(({ op }) => op.requestBody)
+    expect(bodies.length).toBeGreaterThan(0)
+    for (const { method, path, op } of bodies) {
+      const content = Object.entries(op.requestBody.content as Record<string, { schema?: { $ref?: string; properties?: object } }>)
+      expect({ op: `${method} ${path}`, types: content.length > 0 }).toEqual({ op: `${method} ${path}`, types: true })
+      for (const [, media] of content) {
+        const schema = media.schema?.$ref ? doc.components.schemas[media.schema.$ref.split('/').pop()!] : media.schema
+        expect({ op: `${method} ${path}`, described: Object.keys(schema?.properties ?? {}).length > 0 }).toEqual({ op: `${method} ${path}`, described: true })
+      }
+    }
+    expect(doc.paths['/api/v1/animals/{id}'].patch.requestBody.content['application/merge-patch+json'].schema).toEqual({ $ref: '#/components/schemas/AnimalPatch' })
+  })
+
   test('the docs page is served and points at this document', async () => {
     const res = await env.request('GET', '/api/v1/docs')
     expect(res.status).toBe(200)

@@ -5,6 +5,7 @@ import { createKey, revokeKey } from '../src/auth/keys.ts'
 import { ALL_SCOPES } from '../src/auth/scopes.ts'
 import { loadConfig } from '../src/config.ts'
 import { createDeps, type Deps } from '../src/deps.ts'
+import { createDevice, deleteDevice } from '../src/modules/sensors/service.ts'
 import { freshDatabase, REAL_DATABASE_URL, REAL_REDIS_URL, waitFor } from './helpers.ts'
 import { runCli, startServer, tempDataDir } from './process-helpers.ts'
 
@@ -75,6 +76,21 @@ describe.if(shared)('several processes (real Postgres and Redis)', () => {
       const revoked = await revokeKey(deps.database.db, key.id)
       await deps.authenticator.invalidateKey(revoked!.tokenHash)
       const took = await waitFor(async () => (await me()).status === 401, 1_000, 10)
+      expect(took).toBeLessThan(1_000)
+    } finally {
+      expect(await server.stop()).toBe(0)
+    }
+  })
+
+  test('a device deleted through this process stops ingesting in another process at once', async () => {
+    const server = await startServer({ ...storeEnv, DEMO: '0' })
+    try {
+      const account = await createAccount(deps.database.db, { name: 'device deletion', plan: 'breeder' })
+      const { row, key } = await createDevice(deps, account.id, { name: 'hub', channels: [{ key: 't1', metric: 'temperature' }] })
+      const ping = () => fetch(`${server.baseUrl}/api/v1/sensors/ping?key=${key}&t1=20`)
+      expect((await ping()).status).toBe(204) // the key and the device are now cached in the server process
+      await deleteDevice(deps, account.id, row.id, null)
+      const took = await waitFor(async () => (await ping()).status === 401, 1_000, 10)
       expect(took).toBeLessThan(1_000)
     } finally {
       expect(await server.stop()).toBe(0)

@@ -10,7 +10,7 @@ export type KeyRow = typeof apiKeys.$inferSelect
 export interface CreatedKey { key: KeyRow; token: string }
 
 /** Creates a key and returns its value: the only time the value exists outside the caller's hands. */
-export async function createKey(db: Db, input: {
+export async function createKey(db: Pick<Db, 'insert'>, input: {
   accountId: string; kind: TokenKind; name: string; scopes?: readonly Scope[]; deviceId?: string; expiresAt?: Date | null
 }): Promise<CreatedKey> {
   const token = generateToken(input.kind)

@@ -11,7 +11,8 @@ export interface CursorScope {
 /** The position after the last item of a page: its sort key values, ending with the id as a tie-breaker. */
 export type CursorPosition = readonly (string | number | null)[]
 
-function canonical(value: unknown): string {
+/** JSON with object keys sorted, so equal values always give equal text (cursor bindings, request fingerprints). */
+export function canonical(value: unknown): string {
   // Sorted keys so the same filters always bind to the same cursor, whatever order they were written in.
   if (value === null || typeof value !== 'object') return JSON.stringify(value ?? null)
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`

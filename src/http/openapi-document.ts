@@ -28,6 +28,33 @@ REST API over an account's husbandry records. Decisions this document records, b
   (reset as epoch seconds); 429 carries \`Retry-After\`.
 - **Access** needs the Breeder plan or above, or the live-test allowlist while \`GET /status\` reports \`limited\`.
 - Request bodies are limited to ${MAX_BODY_BYTES} bytes (413). Every response carries \`X-Request-Id\` and \`API-Version\`.
+- **Ordering**: record lists are newest first (by id, which sorts by creation time); activities by \`occurred_at\`,
+  newest first. Reference lists are sorted by their slug ids. \`updated_since\` (at or after) is on every list of
+  mutable records, for sync; deleted animals leave the list (the \`animal.deleted\` event reports them).
+- **Writes**: \`PATCH\` takes a JSON merge patch (RFC 7396; \`application/merge-patch+json\` or \`application/json\`):
+  \`null\` clears a field (lists become empty; a \`null\` inside \`metadata\` removes that key). Reads and writes of an
+  animal return a strong \`ETag\`; \`If-Match\` on PATCH or DELETE with a stale tag answers 412, and no \`If-Match\`
+  means no precondition. A patch that changes nothing keeps the version and sends no event. DELETE is a soft delete.
+- **Idempotency-Key** (\`POST /activities\`, 1–255 printable characters, per account, kept 24 h): a replay returns the
+  first status and body with \`Idempotent-Replayed: true\`; the same key with a different body (compared as canonical
+  JSON) is 422 \`idempotency_key_mismatch\`; while the first is in flight, 409 \`idempotency_key_in_use\`. Responses
+  the handler produced are stored, failures included (e.g. a 422 for an unknown animal); requests refused before it
+  (authentication, scope, rate limit, malformed or schema-invalid bodies) and 5xx are not, so a corrected retry runs.
+- **Webhook events** are written in the same transaction as the change; an update's event carries
+  \`data.previous_attributes\` (the changed fields' old values) beside \`data.object\`. A weighing that becomes an
+  animal's latest weight also emits \`animal.updated\`.
+- **Webhooks** (Standard Webhooks): each delivery is POSTed with \`webhook-id\` (the event id, the same on every
+  retry), \`webhook-timestamp\` and \`webhook-signature\` (\`v1,<base64 HMAC-SHA256>\` over \`{id}.{timestamp}.{body}\`;
+  two signatures for 24 h after \`rotate_secret\`). Any 2xx within 15 s succeeds; redirects count as failures.
+  Retries after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h (±20% jitter); 410 disables the endpoint
+  at once and running out of retries disables it with \`disabled_reason\`. URLs must be https and resolve to no
+  private, loopback, link-local or reserved address, checked on save and again before every attempt.
+  \`POST /webhooks/endpoints/{id}/test\` (an addition to the reference) sends a \`webhook_endpoint.test\` event.
+- **Sensors**: readings are unique on (device, channel, ts), so a retried batch adds nothing; readings on unmapped
+  channels are kept with \`metric\` and \`environment_id\` null. \`/sensors/ping\` accepts the device key as \`key\` in
+  the query string or body for firmware that cannot set headers. Device-key rate limits are counted in each
+  process and reconciled every 250 ms, so they may admit a few requests more across processes. Pairing user
+  codes use 20 consonants (no vowels, no look-alikes); wrong codes are limited to 10 per 15 minutes per account.
 - **Deprecation**: a deprecated operation sends \`Deprecation\`, \`Sunset\` (at least 90 days later) and \`Link\`.
 `.trim()
 
@@ -57,6 +84,8 @@ const HEADERS = {
   Deprecation: header('`@<epoch seconds>` when the operation was deprecated (RFC 9745).'),
   Sunset: header('HTTP date after which the operation may be removed (RFC 8594).'),
   Link: header('`rel="deprecation"` link to the migration notes.'),
+  ETag: header('The version of the record returned; send it back as `If-Match` to make a write conditional.'),
+  'Idempotent-Replayed': header('`true` when this is the stored response to an earlier request with the same Idempotency-Key.', { type: 'string', const: 'true' }),
 }
 const ref = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` })
 const BASE_HEADERS = { 'X-Request-Id': ref('X-Request-Id'), 'API-Version': ref('API-Version') }
@@ -83,15 +112,53 @@ function errorResponses() {
 
 type Operation = Record<string, any>
 
+const SCHEMA_REF = '#/components/schemas/'
+
+/**
+ * Elysia's t.Integer and t.Numeric also accept numeric strings (for query strings) and describe that as
+ * `anyOf: [{ type: string, format: integer }, { type: integer }]`; clients should see just the number.
+ */
+function withoutCoercion(schema: Record<string, unknown>): Record<string, unknown> {
+  const branches = schema.anyOf
+  if (!Array.isArray(branches) || branches.length !== 2) return schema
+  const text = branches.find((b) => b?.type === 'string' && (b.format === 'integer' || b.format === 'numeric'))
+  if (!text) return schema
+  const { anyOf: _, ...outer } = schema
+  return { ...outer, ...branches.find((b) => b !== text) }
+}
+
+/**
+ * Schemas declared with `$id: '#/components/schemas/<Name>'` next to their routes become named components,
+ * referenced wherever they occur, so clients generated from this document get named types (Animal, Problem…).
+ */
+function hoistNamedSchemas(node: unknown, schemas: Record<string, unknown>): unknown {
+  if (Array.isArray(node)) return node.map((item) => hoistNamedSchemas(item, schemas))
+  if (node === null || typeof node !== 'object') return node
+  const { $id, ...rest } = withoutCoercion(node as Record<string, unknown>)
+  const copy = Object.fromEntries(Object.entries(rest).map(([key, value]) => [key, hoistNamedSchemas(value, schemas)]))
+  if (typeof $id !== 'string' || !$id.startsWith(SCHEMA_REF)) return copy
+  const name = $id.slice(SCHEMA_REF.length)
+  const existing = schemas[name]
+  if (existing !== undefined && JSON.stringify(existing) !== JSON.stringify(copy)) throw new Error(`two different schemas are named ${name}`)
+  schemas[name] = copy
+  return { $ref: $id }
+}
+
 export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
   // staticFile: false keeps openapi.json itself in the document (the generator skips dotted paths by default).
   const generated = toOpenAPISchema(app, { staticFile: false })
   const usedResponses = new Set<string>()
   const usedSchemes = new Set<string>()
   const policies = new Map<string, RoutePolicy>()
+  const bodies = new Map<string, unknown>()
   for (const route of app.routes) {
-    const policy = (route.hooks as any)?.detail?.[ROUTE_POLICY] as RoutePolicy | undefined
-    if (policy) policies.set(`${route.method.toLowerCase()} ${route.path.replace(/:([^/]+)/g, '{$1}')}`, policy)
+    const hooks = route.hooks as any
+    const policy = hooks?.detail?.[ROUTE_POLICY] as RoutePolicy | undefined
+    const key = `${route.method.toLowerCase()} ${route.path.replace(/:([^/]+)/g, '{$1}')}`
+    if (policy) policies.set(key, policy)
+    // The generator leaves request bodies empty when the app parses bodies itself (our onParse), so the
+    // route's own body schema is used (a TypeBox schema is JSON Schema once its symbol keys are dropped).
+    if (hooks?.body) bodies.set(key, JSON.parse(JSON.stringify(hooks.body)))
   }
   const paths = generated.paths as Record<string, Record<string, Operation>>
   for (const [path, item] of Object.entries(paths)) {
@@ -99,14 +166,22 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
       const policy = policies.get(`${method} ${path}`)
       delete operation[ROUTE_POLICY]
       if (!policy) continue
-      if (operation.requestBody) {
-        const schema = Object.values(operation.requestBody.content ?? {})[0] as { schema: unknown } | undefined
-        const bodySchema = schema?.schema ?? { type: 'object' }
+      const bodySchema = bodies.get(`${method} ${path}`)
+      if (operation.requestBody && bodySchema) {
         operation.requestBody.content = Object.fromEntries(policy.accepts.map((type) => [type, { schema: bodySchema }]))
       }
       const responses: Record<string, any> = operation.responses ?? {}
       for (const [status, response] of Object.entries(responses)) {
-        if (status.startsWith('2')) response.headers = { ...BASE_HEADERS, ...(policy.public ? {} : RATE_HEADERS), ...(policy.deprecation ? { Deprecation: ref('Deprecation'), Sunset: ref('Sunset'), Link: ref('Link') } : {}), ...response.headers }
+        if (!status.startsWith('2')) continue
+        // No body: the generator still emits a content entry for a void schema.
+        if (status === '204') delete response.content
+        response.headers = {
+          ...BASE_HEADERS, ...(policy.public ? {} : RATE_HEADERS),
+          ...(policy.deprecation ? { Deprecation: ref('Deprecation'), Sunset: ref('Sunset'), Link: ref('Link') } : {}),
+          ...(policy.etag && status !== '204' ? { ETag: ref('ETag') } : {}),
+          ...(policy.idempotent ? { 'Idempotent-Replayed': ref('Idempotent-Replayed') } : {}),
+          ...response.headers,
+        }
       }
       const statuses = new Set<number>([500, ...policy.errors])
       if (!policy.public) [401, 403, 429].forEach((s) => statuses.add(s))
@@ -124,8 +199,11 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
       }
     }
   }
+  const schemas: Record<string, unknown> = { ...(generated.components.schemas ?? {}) }
+  const publishedPaths = hoistNamedSchemas(paths, schemas) as typeof paths
+  hoistNamedSchemas(JSON.parse(JSON.stringify(Problem)), schemas)
   const responseComponents = Object.fromEntries(Object.entries(errorResponses()).filter(([name]) => usedResponses.has(name)))
-  const referenced = JSON.stringify([paths, responseComponents])
+  const referenced = JSON.stringify([publishedPaths, responseComponents])
   const headers = Object.fromEntries(Object.entries(HEADERS).filter(([name]) => referenced.includes(`"#/components/headers/${name}"`)))
   return {
     openapi: '3.1.0',
@@ -139,10 +217,20 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
     tags: [
       { name: 'Platform', description: 'Status, health and this document.' },
       { name: 'Account', description: 'The account and key behind a request.' },
+      { name: 'Animals', description: 'The animals kept, with full create, read, update and delete.' },
+      { name: 'Activities', description: 'Feedings, weighings, sheds and other recorded events.' },
+      { name: 'Breeding', description: 'Pairings and clutches (read-only in v1).' },
+      { name: 'Medical', description: 'Diagnosed conditions (read-only in v1).' },
+      { name: 'Environment', description: 'Where animals live, the metrics sensors measure, and their readings.' },
+      { name: 'Documents', description: 'Files kept with the records (read-only in v1).' },
+      { name: 'Customers', description: 'Contacts and sales invoices (read-only in v1).' },
+      { name: 'Reference', description: 'Reference data shared by every account.' },
+      { name: 'Sensors', description: 'Sensor devices, headless pairing and the ingest endpoints for device keys.' },
+      { name: 'Webhooks', description: 'Endpoints that receive signed change events (Standard Webhooks), retried until delivered.' },
     ],
-    paths,
+    paths: publishedPaths,
     components: {
-      schemas: { ...(generated.components.schemas ?? {}), Problem: JSON.parse(JSON.stringify(Problem)) },
+      schemas: Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => (a < b ? -1 : 1))),
       responses: responseComponents,
       headers,
       securitySchemes: Object.fromEntries(Object.entries({

@@ -18,6 +18,12 @@ export interface OperationOptions {
   accepts?: readonly string[]
   /** Marks the route deprecated: it then sends Deprecation, Sunset and Link headers (CONTRACT §9). */
   deprecation?: { since: Date; sunset: Date; link: string }
+  /** The success response carries the record's ETag (and PATCH/DELETE honour If-Match). */
+  etag?: boolean
+  /** The operation honours Idempotency-Key; replays carry Idempotent-Replayed. */
+  idempotent?: boolean
+  /** A query (or form/JSON body) field that may carry the key instead of a header, for constrained firmware. */
+  keyParam?: string
   hide?: boolean
 }
 
@@ -34,6 +40,9 @@ export interface RoutePolicy {
   errors: readonly number[]
   accepts: readonly string[]
   deprecation: OperationOptions['deprecation'] | undefined
+  etag: boolean
+  idempotent: boolean
+  keyParam: string | undefined
 }
 
 export const MIN_SUNSET_NOTICE_MS = 90 * 24 * 3600 * 1000
@@ -51,6 +60,9 @@ export function op(options: OperationOptions) {
     errors: options.errors ?? [],
     accepts: options.accepts ?? ['application/json'],
     deprecation: options.deprecation,
+    etag: options.etag ?? false,
+    idempotent: options.idempotent ?? false,
+    keyParam: options.keyParam,
   }
   const security = auth === 'public' ? [] : auth.map((kind) => ({ [SECURITY_SCHEME[kind]]: kind === 'personal' ? scopes : [] }))
   return {

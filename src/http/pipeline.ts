@@ -1,12 +1,14 @@
 // The request pipeline every /api/v1 request passes before its handler, in the CONTRACT §2 order:
 // request id → 401 → 429 → 404/405 → 403 (device, plan, scope) → 413/415 → (parse 400, validate 422) → handler.
+// The one exception: a POST /sensors/ping carrying its key only in the body is authenticated by its handler,
+// through admitDeferred, once the body is read.
 import type { Authenticator, Principal } from '../auth/authenticator.ts'
 import type { Config } from '../config.ts'
 import { ulid } from '../ids.ts'
-import type { SharedStore } from '../kv/interface.ts'
 import { planHasAccess, rateLimitFor } from '../plans.ts'
 import { API_VERSION, type PlatformStatusSource } from '../platform.ts'
 import { ApiError } from './errors.ts'
+import type { RateLimiter } from './rate-limit.ts'
 import type { ApiRoute, RouteTable } from './route-table.ts'
 
 export const API_PREFIX = '/api/v1'
@@ -23,6 +25,8 @@ export interface RequestState {
   principal?: Principal
   route?: ApiRoute
   rateLimit?: RateLimitState
+  /** Authentication waits for the handler, which reads the key from the body (see Pipeline.admitDeferred). */
+  deferredAuth?: boolean
 }
 
 const states = new WeakMap<Request, RequestState>()
@@ -42,7 +46,7 @@ export function requestState(request: Request): RequestState {
 export interface PipelineDeps {
   config: Config
   authenticator: Authenticator
-  shared: SharedStore
+  rateLimiter: RateLimiter
   platform: PlatformStatusSource
   routes: () => RouteTable
 }
@@ -85,101 +89,141 @@ function deprecationHeaders(state: RequestState, route: ApiRoute) {
   state.headers['link'] = `<${d.link}>; rel="deprecation"; type="text/html"`
 }
 
+export interface Pipeline {
+  /** Runs the checks; throws ApiError to refuse, returns normally to let the request through. */
+  run(request: Request): Promise<void>
+  /**
+   * For routes that take the key in the body (`/sensors/ping` by POST form or JSON): the handler passes the
+   * key it found, and the checks the pipeline deferred (401, 429, 403) run now.
+   */
+  admitDeferred(request: Request, token: string | undefined): Promise<void>
+}
+
 /**
- * Runs the checks; throws ApiError to refuse, returns normally to let the request through.
  * The state it fills is read by handlers (principal) and by every response (headers).
  */
-export function createPipeline(deps: PipelineDeps) {
-  return async function pipeline(request: Request): Promise<void> {
-    const state = requestState(request)
-    const incomingId = request.headers.get('x-request-id')
-    if (incomingId !== null && REQUEST_ID_SHAPE.test(incomingId)) {
-      state.requestId = incomingId
-      state.headers['x-request-id'] = incomingId
+export function createPipeline(deps: PipelineDeps): Pipeline {
+  async function authenticate(state: RequestState, token: string | undefined) {
+    if (token === undefined) {
+      throw new ApiError('authentication_required', 'Send a key as "Authorization: Bearer <token>" or "X-API-Key: <token>".', { headers: { 'www-authenticate': 'Bearer realm="api"' } })
     }
-    const path = pathOf(request.url)
-    if (path !== API_PREFIX && !path.startsWith(API_PREFIX + '/')) return
-
-    const method = request.method
-    const match = deps.routes().match(method, path)
-    const publicRoute = match.kind === 'route' ? match.route.policy.public : match.kind === 'method' && match.allPublic
-
-    if (!publicRoute) {
-      const token = tokenOf(request)
-      if (token === undefined) {
-        throw new ApiError('authentication_required', 'Send a key as "Authorization: Bearer <token>" or "X-API-Key: <token>".', { headers: { 'www-authenticate': 'Bearer realm="api"' } })
-      }
-      const principal = await deps.authenticator.verify(token)
-      if (!principal) {
-        throw new ApiError('invalid_token', 'The key is malformed, unknown, revoked or expired.', { headers: { 'www-authenticate': 'Bearer realm="api", error="invalid_token"' } })
-      }
-      state.principal = principal
-      const limit = rateLimitFor(deps.config, principal.plan, principal.kind)
-      const windowSeconds = deps.config.rateLimitWindowSeconds
-      const { count, resetMs } = await deps.shared.hit(`rl:${principal.keyId}`, windowSeconds * 1000)
-      const resetSeconds = Math.max(1, Math.ceil(resetMs / 1000))
-      const rl: RateLimitState = { limit, remaining: Math.max(0, limit - count), windowSeconds, resetSeconds, resetAt: Math.ceil((Date.now() + resetMs) / 1000) }
-      state.rateLimit = rl
-      applyRateLimitHeaders(state, rl)
-      if (count > limit) {
-        throw new ApiError('rate_limited', `This key may make ${limit} requests every ${windowSeconds} s; try again in ${resetSeconds} s.`, { headers: { 'retry-after': String(resetSeconds) } })
-      }
+    const principal = await deps.authenticator.verify(token)
+    if (!principal) {
+      throw new ApiError('invalid_token', 'The key is malformed, unknown, revoked or expired.', { headers: { 'www-authenticate': 'Bearer realm="api", error="invalid_token"' } })
     }
-
-    if (match.kind === 'none') {
-      // A write to a path v1 does not serve is a write v1 does not include (CONTRACT §5): 405, no methods allowed.
-      if (method === 'GET' || method === 'HEAD') throw new ApiError('not_found', `No route ${method} ${path}.`)
-      throw new ApiError('method_not_allowed', `${method} is not part of API v1 on ${path}.`, { headers: { allow: '' } })
+    state.principal = principal
+    const limit = rateLimitFor(deps.config, principal.plan, principal.kind)
+    const windowSeconds = deps.config.rateLimitWindowSeconds
+    // Device keys feed the ingest hot path, so they are counted locally (see rate-limit.ts).
+    const { count, resetMs } = principal.kind === 'device'
+      ? deps.rateLimiter.local(principal.keyId, windowSeconds * 1000)
+      : await deps.rateLimiter.exact(principal.keyId, windowSeconds * 1000)
+    const resetSeconds = Math.max(1, Math.ceil(resetMs / 1000))
+    const rl: RateLimitState = { limit, remaining: Math.max(0, limit - count), windowSeconds, resetSeconds, resetAt: Math.ceil((Date.now() + resetMs) / 1000) }
+    state.rateLimit = rl
+    applyRateLimitHeaders(state, rl)
+    if (count > limit) {
+      throw new ApiError('rate_limited', `This key may make ${limit} requests every ${windowSeconds} s; try again in ${resetSeconds} s.`, { headers: { 'retry-after': String(resetSeconds) } })
     }
-    if (match.kind === 'method') {
-      throw new ApiError('method_not_allowed', `${method} is not allowed on ${path}; allowed: ${match.allow}.`, { headers: { allow: match.allow } })
-    }
-    const route = match.route
-    state.route = route
-    deprecationHeaders(state, route)
+  }
 
-    const principal = state.principal
-    if (principal) {
-      const policy = route.policy
-      if (principal.kind === 'device' && !policy.deviceAllowed) {
-        throw new ApiError('device_key_not_allowed', 'A device key may only submit readings and read its own device.')
-      }
-      if (!planHasAccess(principal.plan, principal.liveTestAllowlisted, deps.platform.current())) {
-        throw new ApiError('plan_not_eligible', 'API access needs the Breeder plan or above (or the live-test allowlist while the platform is limited).')
-      }
-      if (principal.kind === 'personal') {
-        if (policy.personalScopes === null) {
-          throw new ApiError('insufficient_scope', 'This route takes a device key, not a personal token.', { fields: { required_scopes: [] } })
-        }
-        const missing = policy.personalScopes.filter((s) => !principal.scopes.includes(s))
-        if (missing.length) {
-          throw new ApiError('insufficient_scope', `This key lacks the scope ${missing.join(', ')}.`, {
-            headers: { 'www-authenticate': `Bearer realm="api", error="insufficient_scope", scope="${policy.personalScopes.join(' ')}"` },
-            fields: { required_scopes: policy.personalScopes },
-          })
-        }
-      }
+  function authorize(principal: Principal, route: ApiRoute) {
+    const policy = route.policy
+    if (principal.kind === 'device' && !policy.deviceAllowed) {
+      throw new ApiError('device_key_not_allowed', 'A device key may only submit readings and read its own device.')
     }
-
-    if (method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE') {
-      const length = request.headers.get('content-length')
-      if (length !== null && Number(length) > MAX_BODY_BYTES) {
-        throw new ApiError('payload_too_large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`)
+    if (!planHasAccess(principal.plan, principal.liveTestAllowlisted, deps.platform.current())) {
+      throw new ApiError('plan_not_eligible', 'API access needs the Breeder plan or above (or the live-test allowlist while the platform is limited).')
+    }
+    if (principal.kind === 'personal') {
+      if (policy.personalScopes === null) {
+        throw new ApiError('insufficient_scope', 'This route takes a device key, not a personal token.', { fields: { required_scopes: [] } })
       }
-      const hasBody = (length !== null && length !== '0') || request.headers.has('transfer-encoding')
-      if (hasBody) {
-        const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
-        if (!route.policy.accepts.includes(type)) {
-          throw new ApiError('unsupported_media_type', `Send the body as ${route.policy.accepts.join(' or ')}.`, { headers: { accept: route.policy.accepts.join(', ') } })
-        }
+      const missing = policy.personalScopes.filter((s) => !principal.scopes.includes(s))
+      if (missing.length) {
+        throw new ApiError('insufficient_scope', `This key lacks the scope ${missing.join(', ')}.`, {
+          headers: { 'www-authenticate': `Bearer realm="api", error="insufficient_scope", scope="${policy.personalScopes.join(' ')}"` },
+          fields: { required_scopes: policy.personalScopes },
+        })
       }
     }
   }
+
+  return {
+    async run(request) {
+      const state = requestState(request)
+      const incomingId = request.headers.get('x-request-id')
+      if (incomingId !== null && REQUEST_ID_SHAPE.test(incomingId)) {
+        state.requestId = incomingId
+        state.headers['x-request-id'] = incomingId
+      }
+      const path = pathOf(request.url)
+      if (path !== API_PREFIX && !path.startsWith(API_PREFIX + '/')) return
+
+      const method = request.method
+      const match = deps.routes().match(method, path)
+      const publicRoute = match.kind === 'route' ? match.route.policy.public : match.kind === 'method' && match.allPublic
+
+      if (!publicRoute) {
+        const keyParam = match.kind === 'route' ? match.route.policy.keyParam : undefined
+        const token = tokenOf(request) ?? (keyParam ? queryParam(request.url, keyParam) : undefined)
+        // The key may still be in a form or JSON body the pipeline does not read; the handler admits it.
+        if (token === undefined && keyParam && method === 'POST') state.deferredAuth = true
+        else await authenticate(state, token)
+      }
+
+      if (match.kind === 'none') {
+        // A write to a path v1 does not serve is a write v1 does not include (CONTRACT §5): 405, no methods allowed.
+        if (method === 'GET' || method === 'HEAD') throw new ApiError('not_found', `No route ${method} ${path}.`)
+        throw new ApiError('method_not_allowed', `${method} is not part of API v1 on ${path}.`, { headers: { allow: '' } })
+      }
+      if (match.kind === 'method') {
+        throw new ApiError('method_not_allowed', `${method} is not allowed on ${path}; allowed: ${match.allow}.`, { headers: { allow: match.allow } })
+      }
+      const route = match.route
+      state.route = route
+      deprecationHeaders(state, route)
+      if (state.principal) authorize(state.principal, route)
+
+      if (method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE') {
+        const length = request.headers.get('content-length')
+        if (length !== null && Number(length) > MAX_BODY_BYTES) {
+          throw new ApiError('payload_too_large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`)
+        }
+        const hasBody = (length !== null && length !== '0') || request.headers.has('transfer-encoding')
+        if (hasBody) {
+          const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
+          if (!route.policy.accepts.includes(type)) {
+            throw new ApiError('unsupported_media_type', `Send the body as ${route.policy.accepts.join(' or ')}.`, { headers: { accept: route.policy.accepts.join(', ') } })
+          }
+        }
+      }
+    },
+
+    async admitDeferred(request, token) {
+      const state = requestState(request)
+      if (!state.deferredAuth) return
+      state.deferredAuth = false
+      await authenticate(state, token)
+      authorize(state.principal!, state.route!)
+    },
+  }
 }
 
-/** Reads a body with the size cap enforced as it streams, for bodies sent without Content-Length. */
+/** A query parameter's value, without building a URL object on the hot path when the name is absent. */
+function queryParam(url: string, name: string): string | undefined {
+  const q = url.indexOf('?')
+  if (q === -1 || !url.includes(`${name}=`, q)) return undefined
+  return new URLSearchParams(url.slice(q + 1)).get(name) ?? undefined
+}
+
+/**
+ * Reads a body within the size cap. With a Content-Length (already checked against the cap by the pipeline) the
+ * runtime reads it in one go; only a chunked body is streamed and counted, which costs far more per request.
+ */
 export async function readBody(request: Request): Promise<string> {
   if (!request.body) return ''
+  if (request.headers.has('content-length')) return request.text()
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []
   let size = 0

@@ -6,6 +6,14 @@ export interface SharedStore {
    * Returns the count so far and the milliseconds until the window resets.
    */
   hit(key: string, windowMs: number): Promise<{ count: number; resetMs: number }>
+  /** Adds `amount` to a counter that expires `ttlMs` after it is created; returns the new total. */
+  add(key: string, amount: number, ttlMs: number): Promise<number>
+  /** Takes a lock that expires after `ttlMs` unless released; returns its token, or null if someone holds it. */
+  acquire(key: string, ttlMs: number): Promise<string | null>
+  /** Releases a lock, but only if `token` still holds it (an expired lock may have passed to someone else). */
+  release(key: string, token: string): Promise<void>
+  get(key: string): Promise<string | null>
+  set(key: string, value: string, ttlMs: number): Promise<void>
   publish(channel: string, message: string): Promise<void>
   /** Calls `handler` for every message on `channel`, from this or any other process sharing the store. */
   subscribe(channel: string, handler: (message: string) => void): Promise<void>

@@ -1,23 +1,58 @@
+import { randomUUID } from 'node:crypto'
 import type { SharedStore } from './interface.ts'
 
-/** The embedded twin: one process, so a Map and direct calls give the same guarantees Redis gives many. */
-export function memoryStore(): SharedStore {
+export interface MemoryStore extends SharedStore {
+  /** Forgets every value, as a Redis FLUSHALL would (tests use it to prove Postgres backs the guarantees). */
+  flush(): void
+}
+
+/** The embedded twin: one process, so Maps and direct calls give the same guarantees Redis gives many. */
+export function memoryStore(): MemoryStore {
   const windows = new Map<string, { count: number; resetAt: number }>()
+  const values = new Map<string, { value: string; expiresAt: number }>()
   const handlers = new Map<string, Set<(message: string) => void>>()
   let sweepAt = 0
+  const live = (key: string, now = Date.now()) => {
+    const entry = values.get(key)
+    if (entry && entry.expiresAt <= now) { values.delete(key); return undefined }
+    return entry
+  }
   return {
     kind: 'memory',
     async hit(key, windowMs) {
       const now = Date.now()
       if (now > sweepAt) {
-        // Drop expired windows now and then so idle keys do not accumulate.
+        // Drop expired entries now and then so idle keys do not accumulate.
         for (const [k, w] of windows) if (w.resetAt <= now) windows.delete(k)
+        for (const [k, v] of values) if (v.expiresAt <= now) values.delete(k)
         sweepAt = now + 60_000
       }
       let w = windows.get(key)
       if (!w || w.resetAt <= now) { w = { count: 0, resetAt: now + windowMs }; windows.set(key, w) }
       w.count++
       return { count: w.count, resetMs: w.resetAt - now }
+    },
+    async add(key, amount, ttlMs) {
+      const now = Date.now()
+      let w = windows.get(key)
+      if (!w || w.resetAt <= now) { w = { count: 0, resetAt: now + ttlMs }; windows.set(key, w) }
+      w.count += amount
+      return w.count
+    },
+    async acquire(key, ttlMs) {
+      if (live(key)) return null
+      const token = randomUUID()
+      values.set(key, { value: token, expiresAt: Date.now() + ttlMs })
+      return token
+    },
+    async release(key, token) {
+      if (live(key)?.value === token) values.delete(key)
+    },
+    async get(key) {
+      return live(key)?.value ?? null
+    },
+    async set(key, value, ttlMs) {
+      values.set(key, { value, expiresAt: Date.now() + ttlMs })
     },
     async publish(channel, message) {
       for (const handler of handlers.get(channel) ?? []) handler(message)
@@ -28,6 +63,7 @@ export function memoryStore(): SharedStore {
       set.add(handler)
     },
     async ping() {},
-    async close() { handlers.clear(); windows.clear() },
+    flush() { windows.clear(); values.clear() },
+    async close() { handlers.clear(); windows.clear(); values.clear() },
   }
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import Redis from 'ioredis'
 import type { SharedStore } from './interface.ts'
 
@@ -8,6 +9,18 @@ if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {count, ttl}
+`
+
+// Delete only if the value is still our token: never release a lock that expired and passed to another holder.
+const RELEASE_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`
+
+const ADD_SCRIPT = `
+local total = redis.call('INCRBY', KEYS[1], ARGV[1])
+if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return total
 `
 
 export async function redisStore(url: string, prefix: string): Promise<SharedStore> {
@@ -28,6 +41,20 @@ export async function redisStore(url: string, prefix: string): Promise<SharedSto
     async hit(key, windowMs) {
       const [count, ttl] = (await client.eval(HIT_SCRIPT, 1, prefix + key, windowMs)) as [number, number]
       return { count, resetMs: ttl }
+    },
+    async add(key, amount, ttlMs) {
+      return (await client.eval(ADD_SCRIPT, 1, prefix + key, amount, ttlMs)) as number
+    },
+    async acquire(key, ttlMs) {
+      const token = randomUUID()
+      return (await client.set(prefix + key, token, 'PX', ttlMs, 'NX')) === 'OK' ? token : null
+    },
+    async release(key, token) {
+      await client.eval(RELEASE_SCRIPT, 1, prefix + key, token)
+    },
+    get: (key) => client.get(prefix + key),
+    async set(key, value, ttlMs) {
+      await client.set(prefix + key, value, 'PX', ttlMs)
     },
     async publish(channel, message) {
       await client.publish(prefix + channel, message)

@@ -33,7 +33,7 @@ const MeBody = t.Object({
     reset_seconds: t.Integer({ description: 'Seconds until the window resets.' }),
     reset_at: t.Integer({ description: 'Epoch seconds when the window resets.' }),
   }),
-})
+}, { $id: '#/components/schemas/Me' })
 
 export function accountModule(deps: Deps) {
   return new Elysia({ name: 'account' })

@@ -38,18 +38,18 @@ const Species = t.Object({
   class: t.Union([t.Literal('reptilia'), t.Literal('amphibia')]),
   venomous: t.Boolean(),
   cites_appendix: t.Union([t.Literal('I'), t.Literal('II'), t.Literal('III'), t.Null()]),
-})
+}, { $id: '#/components/schemas/Species' })
 
 const ActivityType = t.Object({
   id: t.String({ examples: ['feeding'] }),
   name: t.String(),
   description: t.String(),
   details_schema: t.Record(t.String(), t.Unknown(), { description: 'JSON Schema of `details` for activities of this type.' }),
-})
+}, { $id: '#/components/schemas/ActivityType' })
 
 const Metric = t.Object({
   id: t.String({ examples: ['temperature'] }), name: t.String(), unit: t.String(), description: t.String(), min: t.Number(), max: t.Number(),
-})
+}, { $id: '#/components/schemas/Metric' })
 
 function matchesSpecies(s: SpeciesRecord, q: string | undefined, group: string | undefined, cls: string | undefined) {
   if (group && s.group !== group) return false

@@ -1,0 +1,113 @@
+// Drives load from one or more generator processes (bench/load/generator.ts) and samples, over the measured
+// window, the CPU of the processes under test and of the whole machine: that is how the report tells whether
+// the server, the store or the generator was the bottleneck.
+import { readdirSync, readFileSync } from 'node:fs'
+import { cpus } from 'node:os'
+import { join } from 'node:path'
+import type { GeneratorConfig, GeneratorResult } from '../load/generator.ts'
+import { BUN, ROOT, cpuMs, machineTicks } from './processes.ts'
+
+export const GENERATOR = join(ROOT, 'bench', 'load', 'generator.ts')
+
+/** Pids of every process whose command name is `comm` (e.g. all Postgres backends). */
+export function pidsNamed(comm: string): number[] {
+  const pids: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try { if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === comm) pids.push(Number(entry)) } catch { /* gone */ }
+  }
+  return pids
+}
+
+export interface LoadResult extends GeneratorResult {
+  /** Per watched name: CPU cores used over the window (1.0 = one core busy). */
+  cpu: number
+  watched: Record<string, number>
+  /** The whole machine's busy fraction over the window (1.0 = every core busy). */
+  machine: number
+  /** Cores busy with anything else (another test run, the bench's own parent…): noise when well above 0. */
+  others: number
+  generators: number
+  /** Each generator process's CPU over the window, in cores. */
+  generatorCpu: number[]
+  /** Requests (or readings) per second over the window. */
+  requestsPerSecond: number
+  readingsPerSecond: number
+}
+
+export type Watch = Record<string, () => number[]>
+
+const sumCpu = (pids: number[]) => pids.reduce((sum, pid) => { const ms = cpuMs(pid); return Number.isFinite(ms) ? sum + ms : sum }, 0)
+
+/**
+ * Runs `base` split over `processes` generator processes (lanes, and the open-loop rate, divided between them)
+ * and merges what they report.
+ */
+export async function runLoad(base: Omit<GeneratorConfig, 'laneOffset' | 'totalLanes'>, processes: number, watch: Watch = {}): Promise<LoadResult> {
+  const totalLanes = base.lanes
+  const per = Math.ceil(totalLanes / processes)
+  let windowStart: { at: number; machine: ReturnType<typeof machineTicks>; watched: Record<string, number> } | undefined
+  let windowEnd: typeof windowStart
+  const sample = () => ({ at: performance.now(), machine: machineTicks(), watched: Object.fromEntries(Object.entries(watch).map(([name, pids]) => [name, sumCpu(pids())])) })
+
+  const children = Array.from({ length: processes }, (_, i) => {
+    const config: GeneratorConfig = {
+      ...base, lanes: Math.min(per, totalLanes - i * per), laneOffset: i * per, totalLanes,
+      rate: base.rate === undefined ? undefined : base.rate / processes,
+    }
+    const proc = Bun.spawn([BUN, GENERATOR, JSON.stringify(config)], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH, HOME: process.env.HOME } })
+    const timeout = setTimeout(() => proc.kill('SIGKILL'), base.warmupMs + base.durationMs + base.drainMs + 30_000)
+    const done = (async () => {
+      let out = ''
+      let result: GeneratorResult | undefined
+      const decoder = new TextDecoder()
+      for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) {
+        out += decoder.decode(chunk)
+        let nl: number
+        while ((nl = out.indexOf('\n')) !== -1) {
+          const line = out.slice(0, nl)
+          out = out.slice(nl + 1)
+          if (i === 0 && line === 'mark start') windowStart = sample()
+          else if (i === 0 && line === 'mark end') windowEnd = sample()
+          else if (line.startsWith('result ')) result = JSON.parse(line.slice(7))
+        }
+      }
+      const code = await proc.exited
+      clearTimeout(timeout)
+      if (!result) throw new Error(`load generator ${i} exited with ${code} and no result: ${await new Response(proc.stderr).text()}`)
+      return result
+    })()
+    return done
+  })
+  const results = await Promise.all(children)
+  if (!windowStart || !windowEnd) throw new Error('the load generator never marked its window')
+  const seconds = (windowEnd.at - windowStart.at) / 1000
+  const merged: GeneratorResult = {
+    statuses: {}, requests: 0, okRequests: 0, readings: 0, totalReadings: 0, totalOkRequests: 0, late: 0,
+    windowMs: base.durationMs, cpu: 0,
+    latency: results[0]!.latency, firstError: results.find((r) => r.firstError)?.firstError, timeline: results[0]!.timeline,
+  }
+  for (const r of results) {
+    for (const [status, n] of Object.entries(r.statuses)) merged.statuses[status] = (merged.statuses[status] ?? 0) + n
+    merged.requests += r.requests; merged.okRequests += r.okRequests; merged.readings += r.readings
+    merged.totalReadings += r.totalReadings; merged.totalOkRequests += r.totalOkRequests; merged.late += r.late
+    merged.cpu += r.cpu
+  }
+  // Percentiles of merged processes: the worst process's figure (an upper bound; with one process it is exact).
+  if (results.length > 1) {
+    const worst = (k: 'p50' | 'p90' | 'p99' | 'max') => Math.max(...results.map((r) => r.latency[k]))
+    merged.latency = { p50: worst('p50'), p90: worst('p90'), p99: worst('p99'), max: worst('max'), count: results.reduce((n, r) => n + r.latency.count, 0) }
+  }
+  const ws = windowStart, we = windowEnd
+  const watched = Object.fromEntries(Object.keys(watch).map((name) => [name, (we.watched[name]! - ws.watched[name]!) / 1000 / seconds]))
+  const machine = (we.machine.busy - ws.machine.busy) / (we.machine.total - ws.machine.total)
+  return {
+    ...merged,
+    watched, machine,
+    others: Math.max(0, machine * cpus().length - Object.values(watched).reduce((a, b) => a + b, 0) - merged.cpu),
+    generators: processes,
+    generatorCpu: results.map((r) => r.cpu),
+    requestsPerSecond: merged.okRequests / (base.durationMs / 1000),
+    readingsPerSecond: merged.readings / (base.durationMs / 1000),
+  }
+}

@@ -1,0 +1,80 @@
+// Child processes for the bench: servers that print "listening on", one-shot scripts that print `result {json}`,
+// and what /proc says about them (CPU time, peak RSS). Everything on loopback, every wait bounded.
+import { join } from 'node:path'
+
+export const ROOT = join(import.meta.dir, '..', '..')
+export const BUN = process.execPath
+
+/**
+ * How to start one of our servers: `bun <script>`, or with BENCH_PROFILE=1 under Bun's CPU profiler, which
+ * writes a Markdown profile to bench/results/tmp/profiles/ when the server exits (after the scenario).
+ */
+export function ourServer(script: string, label: string): string[] {
+  if (process.env.BENCH_PROFILE !== '1') return [BUN, script]
+  const dir = join(ROOT, 'bench', 'results', 'tmp', 'profiles')
+  return [BUN, '--cpu-prof-md', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${label.replace(/[^A-Za-z0-9_-]+/g, "-")}-${Date.now()}.md`, script]
+}
+
+/** A port nobody listens on right now (the kernel picks it). */
+export function freePort(): number {
+  const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() })
+  const port = probe.port!
+  probe.stop(true)
+  return port
+}
+
+export interface Child {
+  proc: ReturnType<typeof Bun.spawn>
+  pid: number
+  port: number
+  baseUrl: string
+  output(): string
+  stop(signal?: NodeJS.Signals): Promise<number>
+}
+
+/** Starts `argv` with PORT set and waits until it prints "listening on". */
+export async function startServer(name: string, argv: string[], env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<Child> {
+  const port = freePort()
+  const proc = Bun.spawn(argv, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    stdout: 'pipe', stderr: 'pipe',
+  })
+  let out = ''
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) out += decoder.decode(chunk)
+  }
+  const pumps = Promise.all([collect(proc.stdout as ReadableStream<Uint8Array>), collect(proc.stderr as ReadableStream<Uint8Array>)])
+  const deadline = Date.now() + timeoutMs
+  while (!out.includes('listening on')) {
+    if (proc.exitCode !== null) throw new Error(`${name} exited with ${proc.exitCode}: ${out}`)
+    if (Date.now() > deadline) { proc.kill('SIGKILL'); throw new Error(`${name} did not start within ${timeoutMs} ms: ${out}`) }
+    await Bun.sleep(20)
+  }
+  return {
+    proc, pid: proc.pid, port, baseUrl: `http://127.0.0.1:${port}`,
+    output: () => out,
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode === null) proc.kill(signal)
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000)
+      const code = await proc.exited
+      clearTimeout(timer)
+      await pumps.catch(() => {})
+      return code
+    },
+  }
+}
+
+/** Runs a one-shot script that prints `result {json}` and returns that JSON (and the pid it ran as). */
+export async function runForResult<T>(name: string, argv: string[], env: Record<string, string | undefined> = {}, timeoutMs = 120_000): Promise<T> {
+  const proc = Bun.spawn(argv, { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdout: 'pipe', stderr: 'pipe' })
+  const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs)
+  const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+  clearTimeout(timer)
+  const line = stdout.split('\n').find((l) => l.startsWith('result '))
+  if (code !== 0 || !line) throw new Error(`${name} failed (exit ${code}): ${stdout.slice(-2000)}\n${stderr.slice(-2000)}`)
+  return JSON.parse(line.slice('result '.length)) as T
+}
+
+export { cpuMs, loadAverage, machineTicks, peakRssMiB, resetPeakRss } from './proc.ts'

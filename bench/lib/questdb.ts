@@ -1,0 +1,51 @@
+// The bench's side door into QuestDB: its HTTP /exec endpoint for DDL, counts and table statistics.
+export const QUESTDB_HTTP = process.env.BENCH_QUESTDB_HTTP || 'http://127.0.0.1:9000'
+export const QUESTDB_ILP = process.env.BENCH_QUESTDB_ILP || 'http::addr=127.0.0.1:9000'
+export const QUESTDB_PG_URL = process.env.BENCH_QUESTDB_PG_URL || 'postgres://admin:quest@127.0.0.1:8812/qdb'
+
+export async function exec(query: string, timeoutMs = 30_000): Promise<{ columns?: { name: string }[]; dataset?: unknown[][]; error?: string }> {
+  const res = await fetch(`${QUESTDB_HTTP}/exec?query=${encodeURIComponent(query)}`, { signal: AbortSignal.timeout(timeoutMs) })
+  const body = (await res.json()) as { columns?: { name: string }[]; dataset?: unknown[][]; error?: string }
+  if (body.error) throw new Error(`QuestDB: ${body.error} (${query})`)
+  return body
+}
+
+/** Whether a QuestDB answers on loopback (the scenario is skipped otherwise). */
+export async function questdbAnswers(): Promise<boolean> {
+  try { await exec('select 1', 2000); return true } catch { return false }
+}
+
+/** The table our store creates (ingest/stores/questdb.ts), for the baselines to write into. */
+export async function createReadingsTable(table: string): Promise<void> {
+  await exec(`create table if not exists ${table} (
+    ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol, value double
+  ) timestamp(ts) partition by day wal dedup upsert keys(ts, device_id, channel)`)
+}
+
+export async function dropTable(table: string): Promise<void> {
+  await exec(`drop table if exists ${table}`).catch(() => {})
+}
+
+export async function count(table: string): Promise<number> {
+  const body = await exec(`select count() from ${table}`)
+  return Number(body.dataset?.[0]?.[0] ?? 0)
+}
+
+/** Rows and WAL transactions (one per ILP/HTTP request that carried rows) of a table. */
+export async function tableStats(table: string): Promise<{ rows: number; walTxn: number; pendingRows: number }> {
+  const body = await exec(`select table_row_count, wal_txn, wal_pending_row_count from tables() where table_name = '${table}'`)
+  const row = body.dataset?.[0] ?? []
+  return { rows: Number(row[0] ?? 0), walTxn: Number(row[1] ?? 0), pendingRows: Number(row[2] ?? 0) }
+}
+
+/** Polls until `table` shows `expected` rows (QuestDB applies WAL writes asynchronously); returns the last count. */
+export async function waitForCount(table: string, expected: number, timeoutMs = 120_000): Promise<{ count: number; waitedMs: number }> {
+  const started = Date.now()
+  let n = -1
+  while (Date.now() - started < timeoutMs) {
+    n = await count(table)
+    if (n >= expected) break
+    await Bun.sleep(200)
+  }
+  return { count: n, waitedMs: Date.now() - started }
+}

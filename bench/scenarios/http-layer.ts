@@ -1,0 +1,78 @@
+// The HTTP layer alone: our POST /sensors/readings and GET /sensors/ping against a server whose readings store
+// discards (bench/servers/discarding-server.ts), ÷ a bare Bun.serve doing the least the same request needs
+// (bench/servers/bare-server.ts). Same generator, same bodies, same lanes, one after the other.
+import { runLoad, type LoadResult } from '../lib/load.ts'
+import { BUN, ourServer, peakRssMiB, startServer, type Child } from '../lib/processes.ts'
+import { line, type Scenario, type ScenarioContext } from '../lib/report.ts'
+import { accountAndToken, cleanRedis, createDevices, freshDatabase, serverEnv } from '../lib/setup.ts'
+
+const NAME = 'http-layer'
+const READINGS_PER_REQUEST = 10
+const LANES = Number(process.env.BENCH_HTTP_LANES || 64)
+
+export const httpLayer: Scenario = async (ctx: ScenarioContext) => {
+  const database = await freshDatabase('http')
+  const env = serverEnv(database, {
+    // The flush wait is group commit's latency, not the HTTP layer's cost; the default (10 ms) holds every
+    // request that long even with a store that answers at once, so lanes, not the server, would set the rate.
+    INGEST_FLUSH_MS: process.env.BENCH_HTTP_FLUSH_MS ?? '1',
+  })
+  let ours: Child | undefined
+  let bare: Child | undefined
+  try {
+    const { token } = await accountAndToken(env)
+    ours = await startServer('discarding server', ourServer('bench/servers/discarding-server.ts', 'http-layer'), env)
+    const [device] = await createDevices(ours.baseUrl, token, 1, READINGS_PER_REQUEST)
+    bare = await startServer('bare server', [BUN, 'bench/servers/bare-server.ts'], {})
+
+    const ts = Date.now() - 3_600_000
+    const body = JSON.stringify({ readings: Array.from({ length: READINGS_PER_REQUEST }, (_, i) => ({ channel: `c${i}`, value: 20 + i / 10, ts: ts + Math.floor(i / 10) })) })
+    const common = { lanes: LANES, warmupMs: ctx.warmupSeconds * 1000, durationMs: ctx.seconds * 1000, mode: 'closed' as const, drainMs: 10_000 }
+    const post = (server: Child, path: string) => runLoad({
+      ...common, url: server.baseUrl + path, method: 'POST', body: { kind: 'fixed', text: body },
+      keys: [device!.key], auth: 'header', countAccepted: true,
+    }, ctx.generators, { server: () => [server.pid] })
+    const ping = (server: Child, path: string) => runLoad({
+      ...common, url: `${server.baseUrl}${path}?t1=27.5&h1=61&t2=26.1&h2=58`, method: 'GET', body: { kind: 'none' },
+      keys: [device!.key], auth: 'query', countAccepted: false,
+    }, ctx.generators, { server: () => [server.pid] })
+
+    ctx.log(`${NAME}: POST /sensors/readings (${READINGS_PER_REQUEST} readings, ${LANES} lanes) on our server…`)
+    const oursPost = await post(ours, '/api/v1/sensors/readings')
+    ctx.log(`${NAME}: the same POST on a bare Bun.serve…`)
+    const barePost = await post(bare, '/readings')
+    ctx.log(`${NAME}: GET /sensors/ping on our server…`)
+    const oursPing = await ping(ours, '/api/v1/sensors/ping')
+    ctx.log(`${NAME}: the same GET on a bare Bun.serve…`)
+    const barePing = await ping(bare, '/ping')
+    const rss = peakRssMiB(ours.pid)
+
+    check(oursPost, 202); check(barePost, 202); check(oursPing, 204); check(barePing, 204)
+    // Server CPU per answered request does not depend on whether the generator kept up: the fairer comparison
+    // on a machine where the generator and the server share two cores.
+    const perRequest = (r: LoadResult) => (r.watched.server! * 1e6) / r.requestsPerSecond
+    const cpuNote = (o: LoadResult, b: LoadResult) =>
+      `server CPU per request ours ${perRequest(o).toFixed(0)} µs / bare ${perRequest(b).toFixed(0)} µs (ratio ${(perRequest(b) / perRequest(o)).toFixed(2)}); ` +
+      `server ${o.watched.server!.toFixed(2)} / ${b.watched.server!.toFixed(2)} cores; generator ${o.cpu.toFixed(2)} / ${b.cpu.toFixed(2)} cores (${o.generators} process${o.generators > 1 ? 'es' : ''})` +
+      `${b.cpu >= 0.9 * b.generators ? ' — the generator was saturated against the bare server, so the ratio flatters us' : ''}; ` +
+      `others ${o.others.toFixed(2)} / ${b.others.toFixed(2)} cores; p99 ${o.latency.p99.toFixed(1)} / ${b.latency.p99.toFixed(1)} ms`
+    return {
+      lines: [
+        line(NAME, `POST /sensors/readings req/s (${READINGS_PER_REQUEST} readings)`, oursPost.requestsPerSecond, barePost.requestsPerSecond, 'req/s', 0.7, 'target', cpuNote(oursPost, barePost)),
+        line(NAME, 'GET /sensors/ping req/s', oursPing.requestsPerSecond, barePing.requestsPerSecond, 'req/s', 0.6, 'target', cpuNote(oursPing, barePing)),
+      ],
+      details: { lanes: LANES, readingsPerRequest: READINGS_PER_REQUEST, flushMs: env.INGEST_FLUSH_MS, oursPost, barePost, oursPing, barePing, oursPeakRssMiB: rss },
+    }
+  } finally {
+    await ours?.stop()
+    await bare?.stop()
+    await database.drop()
+    await cleanRedis(env.REDIS_PREFIX!)
+  }
+}
+
+/** A run whose answers were not what the endpoint should give measured something else: say so loudly. */
+export function check(result: LoadResult, status: number) {
+  const wrong = Object.entries(result.statuses).filter(([s]) => s !== String(status))
+  if (wrong.length || result.okRequests === 0) throw new Error(`expected only ${status} answers, got ${JSON.stringify(result.statuses)}: ${result.firstError ?? ''}`)
+}

@@ -1,0 +1,37 @@
+// Our server exactly as src/main.ts builds it (config from the environment → createDeps → createApp → listen with
+// the same options), except that the readings store discards what it is given: the bench measures the HTTP
+// layer alone (pipeline, auth, parse, validate, group commit) without the store's cost. Bench only: nothing in
+// src/ knows about it; the store is injected through createDeps's `readings` option, as tests do.
+import { createApp } from '../../src/app.ts'
+import { loadConfig } from '../../src/config.ts'
+import { createDeps } from '../../src/deps.ts'
+import type { ReadingsStore } from '../../ingest/stores/interface.ts'
+
+const MAX_SERVER_BODY_BYTES = 8 * 1024 * 1024 // as in src/main.ts
+
+let written = 0
+let batches = 0
+const discarding: ReadingsStore = {
+  kind: 'sql',
+  async write(readings) { written += readings.length; batches++ },
+  async raw() { return [] },
+  async buckets() { return [] },
+  async latest() { return [] },
+  async ping() {},
+  async close() {},
+}
+
+const config = loadConfig()
+const deps = await createDeps(config, { readings: () => discarding })
+const app = createApp(deps)
+app.listen({ port: config.port, hostname: config.host, reusePort: false, maxRequestBodySize: MAX_SERVER_BODY_BYTES })
+console.log(`listening on http://${config.host}:${app.server!.port}/api/v1 (${deps.database.kind}, ${deps.shared.kind} store, discarding readings)`)
+
+const shutdown = async () => {
+  await app.server!.stop(false)
+  await deps.close()
+  console.log(`discarded ${written} readings in ${batches} batches`)
+  process.exit(0)
+}
+process.on('SIGTERM', () => void shutdown())
+process.on('SIGINT', () => void shutdown())

@@ -1,0 +1,68 @@
+// Sensor devices, headless pairing claims, and the SQL readings store (CONTRACT §7).
+import { sql } from 'drizzle-orm'
+import { check, doublePrecision, index, integer, jsonb, pgTable, text, timestamp, unique, uniqueIndex } from 'drizzle-orm/pg-core'
+import { accounts } from './foundation.ts'
+
+const instant = (name: string) => timestamp(name, { withTimezone: true, precision: 3 })
+
+/** A device reports channels, not places: each channel maps to a metric and an environment here. */
+export interface DeviceChannel { key: string; metric: string | null; unit: string | null; environment_id: string | null }
+
+export const sensorDevices = pgTable('sensor_devices', {
+  id: text('id').primaryKey(),
+  account_id: text('account_id').notNull().references(() => accounts.id, { onDelete: 'cascade' }),
+  name: text('name').notNull(),
+  model: text('model'),
+  hardware_id: text('hardware_id'),
+  channels: jsonb('channels').$type<DeviceChannel[]>().notNull().default([]),
+  /** Channels that sent readings without a mapping; their readings are kept with metric and environment null. */
+  unmapped_channels: text('unmapped_channels').array().notNull().default(sql`'{}'::text[]`),
+  last_seen_at: instant('last_seen_at'),
+  version: integer('version').notNull().default(1),
+  created_at: instant('created_at').notNull().defaultNow(),
+  updated_at: instant('updated_at').notNull().defaultNow(),
+  deleted_at: instant('deleted_at'),
+}, (t) => [
+  unique('sensor_devices_account_id_key').on(t.account_id, t.id),
+  index('sensor_devices_account_updated_idx').on(t.account_id, t.updated_at),
+])
+
+export const CLAIM_STATUSES = ['pending', 'claimed', 'expired'] as const
+
+/** RFC 8628-shaped pairing: a headless device starts a claim, its owner completes it with the user code. */
+export const pairingClaims = pgTable('pairing_claims', {
+  id: text('id').primaryKey(),
+  user_code: text('user_code').notNull(),
+  model: text('model'),
+  hardware_id: text('hardware_id'),
+  status: text('status').$type<(typeof CLAIM_STATUSES)[number]>().notNull().default('pending'),
+  account_id: text('account_id').references(() => accounts.id, { onDelete: 'cascade' }),
+  device_id: text('device_id'),
+  /** The device key, held only between the claim and the first poll that hands it over; then erased. */
+  device_key: text('device_key'),
+  expires_at: instant('expires_at').notNull(),
+  last_polled_at: instant('last_polled_at'),
+  created_at: instant('created_at').notNull().defaultNow(),
+}, (t) => [
+  // A code is unique among live claims only, so the short code space is reused once claims end.
+  uniqueIndex('pairing_claims_pending_code_idx').on(t.user_code).where(sql`${t.status} = 'pending'`),
+  check('pairing_claims_status_check', sql`${t.status} in ('pending', 'claimed', 'expired')`),
+])
+
+/**
+ * Readings in the SQL store (the embedded default, and Postgres without QuestDB). The unique key makes a
+ * retried batch a no-op; the BRIN index keeps time-range scans cheap on an append-mostly table.
+ */
+export const sensorReadings = pgTable('sensor_readings', {
+  account_id: text('account_id').notNull(),
+  device_id: text('device_id').notNull(),
+  channel: text('channel').notNull(),
+  ts: instant('ts').notNull(),
+  value: doublePrecision('value').notNull(),
+  metric: text('metric'),
+  environment_id: text('environment_id'),
+}, (t) => [
+  unique('sensor_readings_device_channel_ts_key').on(t.device_id, t.channel, t.ts),
+  index('sensor_readings_account_ts_idx').on(t.account_id, t.ts),
+  index('sensor_readings_ts_brin').using('brin', t.ts),
+])

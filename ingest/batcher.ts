@@ -1,0 +1,104 @@
+// Group commit (CONTRACT §7): readings from many requests gather in one batch; a batch is written to the store
+// in one call when it holds `maxBatch` readings or has waited `flushMs`; each request is answered only after
+// the write that holds its readings succeeded. Memory is bounded: past `maxQueued` readings waiting or in
+// flight, new requests are refused (503) instead of queued, and after a failed write the store gets a moment
+// to recover before more work is accepted.
+import type { Reading, ReadingsStore } from './stores/interface.ts'
+
+export interface BatcherOptions {
+  maxBatch: number
+  flushMs: number
+  maxQueued: number
+  /** Batches written at once; more than one keeps the store busy while the next batch fills. */
+  concurrency: number
+  /** A write that takes longer fails its requests (503); if it lands later, a retry is deduplicated. */
+  writeTimeoutMs: number
+  /** Told about every failed write (the requests only learn that it failed). */
+  onWriteError?: (error: unknown, readings: number) => void
+}
+
+/** Why readings were not accepted; the route answers 503 with Retry-After. */
+export class IngestUnavailable extends Error {
+  constructor(message: string, readonly retryAfterSeconds: number) { super(message) }
+}
+
+interface Batch { readings: Reading[]; waiters: { resolve(): void; reject(error: Error): void }[] }
+
+const RECOVERY_MS = 1000
+
+export class Batcher {
+  private current: Batch = { readings: [], waiters: [] }
+  private readonly sealed: Batch[] = []
+  private inFlight = 0
+  /** Readings accepted into memory and not yet written (current + sealed + in flight). */
+  private queued = 0
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private unhealthyUntil = 0
+  private closing = false
+  private idle: (() => void)[] = []
+
+  constructor(private readonly store: ReadingsStore, private readonly options: BatcherOptions) {}
+
+  get queuedReadings(): number { return this.queued }
+
+  /** Resolves when every reading is durably stored; rejects with IngestUnavailable otherwise. */
+  add(readings: Reading[]): Promise<void> {
+    if (this.closing) return Promise.reject(new IngestUnavailable('The server is shutting down.', 1))
+    if (Date.now() < this.unhealthyUntil) return Promise.reject(new IngestUnavailable('The readings store is not answering.', Math.ceil(RECOVERY_MS / 1000)))
+    if (this.queued + readings.length > this.options.maxQueued) return Promise.reject(new IngestUnavailable('Ingest is at capacity.', 1))
+    this.queued += readings.length
+    if (this.current.readings.length + readings.length > this.options.maxBatch) this.seal()
+    const batch = this.current
+    for (const reading of readings) batch.readings.push(reading)
+    const done = new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }))
+    if (batch.readings.length >= this.options.maxBatch) this.seal()
+    else this.timer ??= setTimeout(() => { this.timer = undefined; this.seal() }, this.options.flushMs)
+    return done
+  }
+
+  /** Stops accepting, writes everything queued, and resolves when the last write has finished (SIGTERM). */
+  async drain(): Promise<void> {
+    this.closing = true
+    this.seal()
+    if (this.queued === 0) return
+    await new Promise<void>((resolve) => this.idle.push(resolve))
+  }
+
+  private seal() {
+    if (this.timer) { clearTimeout(this.timer); this.timer = undefined }
+    if (this.current.readings.length === 0) return
+    this.sealed.push(this.current)
+    this.current = { readings: [], waiters: [] }
+    this.pump()
+  }
+
+  private pump() {
+    while (this.inFlight < this.options.concurrency && this.sealed.length) {
+      const batch = this.sealed.shift()!
+      this.inFlight++
+      void this.write(batch)
+    }
+  }
+
+  private async write(batch: Batch) {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    try {
+      await Promise.race([
+        this.store.write(batch.readings),
+        new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('write timed out')), this.options.writeTimeoutMs) }),
+      ])
+      for (const waiter of batch.waiters) waiter.resolve()
+    } catch (cause) {
+      this.options.onWriteError?.(cause, batch.readings.length)
+      this.unhealthyUntil = Date.now() + RECOVERY_MS
+      const error = new IngestUnavailable('The readings store did not take the readings; retry the batch.', Math.ceil(RECOVERY_MS / 1000))
+      for (const waiter of batch.waiters) waiter.reject(error)
+    } finally {
+      clearTimeout(timer)
+      this.inFlight--
+      this.queued -= batch.readings.length
+      this.pump()
+      if (this.queued === 0) for (const resolve of this.idle.splice(0)) resolve()
+    }
+  }
+}

@@ -1,0 +1,84 @@
+// What the ingest path needs to know about a device (its account and channel mapping), cached in memory so a
+// request costs no database round trip. Channel changes and deletions are pushed to every process. What ingest
+// learns in return (last seen, channels that arrived unmapped) is written back in the background, coalesced.
+import { and, eq, isNull, sql } from 'drizzle-orm'
+import type { Db } from '../db/client.ts'
+import { sensorDevices } from '../db/schema/index.ts'
+import type { SharedStore } from '../src/kv/interface.ts'
+import { DEVICE_CHANNEL } from '../src/modules/sensors/service.ts'
+
+export interface ChannelMapping { metric: string | null; environmentId: string | null }
+export interface DeviceInfo { id: string; accountId: string; channels: Map<string, ChannelMapping>; unmapped: Set<string> }
+
+const TTL_MS = 60_000
+const WRITE_BACK_MS = 1000
+
+interface Sighting { lastSeen: Date; unmapped: Set<string> }
+
+export class DeviceDirectory {
+  private readonly cache = new Map<string, { info: DeviceInfo; loadedAt: number }>()
+  private readonly loading = new Map<string, Promise<DeviceInfo | undefined>>()
+  private readonly sightings = new Map<string, Sighting>()
+  private generation = 0
+  private timer: ReturnType<typeof setInterval> | undefined
+
+  constructor(private readonly db: Db, private readonly shared: SharedStore) {}
+
+  async start(): Promise<void> {
+    await this.shared.subscribe(DEVICE_CHANNEL, (deviceId) => { this.generation++; this.cache.delete(deviceId) })
+    this.timer = setInterval(() => void this.writeBack(), WRITE_BACK_MS)
+    this.timer.unref?.()
+  }
+
+  get(deviceId: string): Promise<DeviceInfo | undefined> | DeviceInfo {
+    const hit = this.cache.get(deviceId)
+    if (hit && Date.now() - hit.loadedAt < TTL_MS) return hit.info
+    let pending = this.loading.get(deviceId)
+    if (!pending) {
+      const generation = this.generation
+      pending = this.load(deviceId).then((info) => {
+        // Not cached if a change was announced while we read: the next request reads again.
+        if (info && generation === this.generation) this.cache.set(deviceId, { info, loadedAt: Date.now() })
+        return info
+      }).finally(() => this.loading.delete(deviceId))
+      this.loading.set(deviceId, pending)
+    }
+    return pending
+  }
+
+  /** Notes that a device reported, and which of its channels arrived without a mapping. */
+  seen(device: DeviceInfo, unmapped: Iterable<string>) {
+    let sighting = this.sightings.get(device.id)
+    if (!sighting) { sighting = { lastSeen: new Date(), unmapped: new Set() }; this.sightings.set(device.id, sighting) }
+    sighting.lastSeen = new Date()
+    for (const channel of unmapped) if (!device.unmapped.has(channel)) { device.unmapped.add(channel); sighting.unmapped.add(channel) }
+  }
+
+  /** Writes what ingest learned: one update per device per second at most. */
+  async writeBack(): Promise<void> {
+    const batch = [...this.sightings]
+    this.sightings.clear()
+    for (const [deviceId, sighting] of batch) {
+      const unmapped = [...sighting.unmapped]
+      await this.db.update(sensorDevices).set({
+        last_seen_at: sighting.lastSeen,
+        ...(unmapped.length ? { unmapped_channels: sql`(select array(select distinct unnest(${sensorDevices.unmapped_channels} || ${`{${unmapped.join(',')}}`}::text[]) order by 1))` } : {}),
+      }).where(and(eq(sensorDevices.id, deviceId), isNull(sensorDevices.deleted_at))).catch(() => {
+        // Best effort: last_seen_at is informational, and an unmapped channel is noted again on its next reading.
+        for (const channel of unmapped) this.cache.get(deviceId)?.info.unmapped.delete(channel)
+      })
+    }
+  }
+
+  stop() {
+    if (this.timer) clearInterval(this.timer)
+  }
+
+  private async load(deviceId: string): Promise<DeviceInfo | undefined> {
+    const [row] = await this.db.select().from(sensorDevices).where(and(eq(sensorDevices.id, deviceId), isNull(sensorDevices.deleted_at)))
+    if (!row) return undefined
+    const channels = new Map<string, ChannelMapping>()
+    for (const c of row.channels) channels.set(c.key, { metric: c.metric, environmentId: c.environment_id })
+    return { id: row.id, accountId: row.account_id, channels, unmapped: new Set(row.unmapped_channels) }
+  }
+}

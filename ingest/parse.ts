@@ -1,0 +1,97 @@
+// Turning what a device sent into readings: each reading is checked on its own, and a bad one is rejected by
+// index without costing the rest of the batch (CONTRACT §7).
+import type { DeviceInfo } from './devices.ts'
+import type { Reading } from './stores/interface.ts'
+
+export const MAX_READINGS_PER_BATCH = 5000
+export const MAX_PING_CHANNELS = 32
+/** Clocks drift; a reading further ahead than this is a wrong clock, not the future. */
+export const MAX_FUTURE_MS = 5 * 60 * 1000
+const CHANNEL = /^[A-Za-z0-9_.-]{1,32}$/
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|z|[+-]\d{2}:\d{2})$/
+/** Epoch-millisecond timestamps before 2000 are almost certainly seconds or garbage. */
+const MIN_TS = Date.UTC(2000, 0, 1)
+
+export type RejectCode = 'invalid_reading' | 'invalid_channel' | 'invalid_value' | 'invalid_timestamp' | 'timestamp_in_future' | 'duplicate_reading'
+export interface Rejection { index: number; code: RejectCode; message: string }
+
+const MESSAGES: Record<RejectCode, string> = {
+  invalid_reading: 'must be an object with channel, value and optional ts, and nothing else',
+  invalid_channel: 'channel must be 1–32 characters of A–Z, a–z, 0–9, _ . -',
+  invalid_value: 'value must be a finite number',
+  invalid_timestamp: 'ts must be RFC 3339 or epoch milliseconds',
+  timestamp_in_future: 'ts lies more than 5 minutes in the future',
+  duplicate_reading: 'another reading in this batch has the same channel and ts',
+}
+
+/** Epoch ms from `ts` (RFC 3339 text or epoch ms), `now` when absent, or a rejection code. */
+export function parseTimestamp(ts: unknown, now: number): number | RejectCode {
+  if (ts === undefined) return now
+  let ms: number
+  if (typeof ts === 'number') ms = Number.isInteger(ts) ? ts : NaN
+  else if (typeof ts === 'string' && RFC3339.test(ts)) ms = Date.parse(ts)
+  else if (typeof ts === 'string' && /^\d{13}$/.test(ts)) ms = Number(ts)
+  else return 'invalid_timestamp'
+  if (!Number.isFinite(ms) || ms < MIN_TS) return 'invalid_timestamp'
+  if (ms > now + MAX_FUTURE_MS) return 'timestamp_in_future'
+  return ms
+}
+
+/** Maps a channel through the device's configuration; unmapped channels keep their readings with nulls. */
+function reading(device: DeviceInfo, channel: string, value: number, ts: number, unmapped: Set<string>): Reading {
+  const mapping = device.channels.get(channel)
+  if (!mapping?.metric) unmapped.add(channel)
+  return { accountId: device.accountId, deviceId: device.id, channel, ts, value, metric: mapping?.metric ?? null, environmentId: mapping?.environmentId ?? null }
+}
+
+export interface Parsed { readings: Reading[]; rejected: Rejection[]; unmapped: Set<string> }
+
+export function parseBatch(items: readonly unknown[], device: DeviceInfo, now: number): Parsed {
+  const readings: Reading[] = []
+  const rejected: Rejection[] = []
+  const unmapped = new Set<string>()
+  const seen = new Set<string>()
+  const reject = (index: number, code: RejectCode) => rejected.push({ index, code, message: MESSAGES[code] })
+  for (let index = 0; index < items.length; index++) {
+    const item = items[index] as Record<string, unknown> | null
+    if (item === null || typeof item !== 'object' || Array.isArray(item)) { reject(index, 'invalid_reading'); continue }
+    let extra = false
+    for (const key in item) if (key !== 'channel' && key !== 'value' && key !== 'ts') { extra = true; break }
+    if (extra) { reject(index, 'invalid_reading'); continue }
+    const { channel, value } = item
+    if (typeof channel !== 'string' || !CHANNEL.test(channel)) { reject(index, 'invalid_channel'); continue }
+    if (typeof value !== 'number' || !Number.isFinite(value)) { reject(index, 'invalid_value'); continue }
+    const ts = parseTimestamp(item.ts, now)
+    if (typeof ts === 'string') { reject(index, ts); continue }
+    const identity = `${channel}\u0000${ts}`
+    if (seen.has(identity)) { reject(index, 'duplicate_reading'); continue }
+    seen.add(identity)
+    readings.push(reading(device, channel, value, ts, unmapped))
+  }
+  return { readings, rejected, unmapped }
+}
+
+export interface PingProblem { path: string; message: string }
+
+/**
+ * `/sensors/ping` fields: every field but `key` and `ts` is a channel whose value is a number in text
+ * (constrained firmware builds a URL, not JSON). Any bad field refuses the whole ping: it answers 204 only.
+ */
+export function parsePing(fields: Record<string, unknown>, device: DeviceInfo, now: number, where: string): { parsed?: Parsed; problems: PingProblem[] } {
+  const problems: PingProblem[] = []
+  const ts = parseTimestamp(fields.ts === undefined ? undefined : typeof fields.ts === 'string' && /^\d+$/.test(fields.ts) ? Number(fields.ts) : fields.ts, now)
+  if (typeof ts === 'string') problems.push({ path: `${where}/ts`, message: MESSAGES[ts] })
+  const channels = Object.keys(fields).filter((k) => k !== 'key' && k !== 'ts')
+  if (channels.length === 0) problems.push({ path: where, message: 'send at least one channel, e.g. t1=27.5' })
+  if (channels.length > MAX_PING_CHANNELS) problems.push({ path: where, message: `at most ${MAX_PING_CHANNELS} channels per ping` })
+  const readings: Reading[] = []
+  const unmapped = new Set<string>()
+  for (const channel of channels) {
+    const raw = fields[channel]
+    const value = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN
+    if (!CHANNEL.test(channel)) problems.push({ path: `${where}/${channel}`, message: MESSAGES.invalid_channel })
+    else if (!Number.isFinite(value)) problems.push({ path: `${where}/${channel}`, message: MESSAGES.invalid_value })
+    else if (typeof ts === 'number') readings.push(reading(device, channel, value, ts, unmapped))
+  }
+  return problems.length ? { problems } : { parsed: { readings, rejected: [], unmapped }, problems }
+}

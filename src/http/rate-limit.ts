@@ -1,0 +1,57 @@
+// Per-key rate limits (CONTRACT §6). Personal tokens count each request in the shared store (one Redis round
+// trip, exact across processes). Device keys sit on the ingest hot path, so they count locally and reconcile
+// with the shared store in the background: no round trip per request, at the cost of a bounded overshoot
+// (what other processes admitted since the last reconciliation, at most a quarter second of traffic).
+import type { SharedStore } from '../kv/interface.ts'
+
+export interface Hit { count: number; resetMs: number }
+
+const RECONCILE_MS = 250
+
+interface LocalWindow { start: number; unsynced: number; global: number }
+
+export class RateLimiter {
+  private readonly windows = new Map<string, LocalWindow>()
+  private timer: ReturnType<typeof setInterval> | undefined
+
+  constructor(private readonly shared: SharedStore) {}
+
+  /** Exact across processes: one shared-store round trip; the window starts at the key's first request. */
+  exact(key: string, windowMs: number): Promise<Hit> {
+    return this.shared.hit(`rl:${key}`, windowMs)
+  }
+
+  /** Local with background reconciliation; windows are aligned to the clock so every process shares them. */
+  local(key: string, windowMs: number): Hit {
+    const now = Date.now()
+    const start = now - (now % windowMs)
+    let w = this.windows.get(key)
+    if (!w || w.start !== start) { w = { start, unsynced: 0, global: 0 }; this.windows.set(key, w) }
+    w.unsynced++
+    this.timer ??= setInterval(() => void this.reconcile(windowMs), RECONCILE_MS)
+    this.timer.unref?.()
+    return { count: w.global + w.unsynced, resetMs: start + windowMs - now }
+  }
+
+  /** Pushes local counts to the shared store and learns what every process has admitted in total. */
+  async reconcile(windowMs: number): Promise<void> {
+    const now = Date.now()
+    for (const [key, w] of this.windows) {
+      if (w.start + windowMs <= now) { this.windows.delete(key); continue }
+      if (w.unsynced === 0) continue
+      const sending = w.unsynced
+      w.unsynced -= sending
+      try {
+        w.global = await this.shared.add(`rlw:${key}:${w.start}`, sending, windowMs)
+      } catch {
+        // The shared store is unreachable: keep counting locally and try again next time.
+        w.unsynced += sending
+      }
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = undefined
+  }
+}

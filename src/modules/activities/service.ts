@@ -1,0 +1,69 @@
+// Activities: recorded events on an animal (feeding, weight, shed…). Data access and rules, free of HTTP.
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
+import { ACTIVITY_TYPES } from '../../../db/reference/activity-types.ts'
+import { activities } from '../../../db/schema/index.ts'
+import type { Deps } from '../../deps.ts'
+import { ApiError, type FieldError } from '../../http/errors.ts'
+import { newId } from '../../ids.ts'
+import { atOrAfter, before, equals } from '../../records/filters.ts'
+import { listPage } from '../../records/list.ts'
+import { presentRow } from '../../records/rows.ts'
+import { appendEvent, type Executor } from '../../webhooks/outbox.ts'
+import { getAnimal, recordWeight } from '../animals/service.ts'
+
+export type ActivityRow = typeof activities.$inferSelect
+export const presentActivity = (row: ActivityRow) => presentRow(row)
+
+const detailCheckers = new Map<string, TypeCheck<any>>(ACTIVITY_TYPES.map((type) => [type.id, TypeCompiler.Compile(type.details)]))
+/** How far ahead of the server clock an occurrence may lie (clock skew), as for sensor readings. */
+const MAX_FUTURE_MS = 5 * 60 * 1000
+
+export interface ActivityInput { animal_id: string; type: string; occurred_at?: string; details?: Record<string, unknown>; notes?: string | null }
+
+/** The type's `details` schema, as errors with JSON Pointer paths into the body. */
+function detailErrors(type: string, details: unknown): FieldError[] {
+  const checker = detailCheckers.get(type)
+  if (!checker) return [{ path: '/body/type', message: 'is not an activity type (see GET /activity-types)' }]
+  const seen = new Set<string>()
+  const errors: FieldError[] = []
+  for (const error of checker.Errors(details)) {
+    const path = `/body/details${error.path}`
+    if (seen.has(path)) continue
+    seen.add(path)
+    errors.push({ path, message: error.message })
+  }
+  return errors
+}
+
+/** Writes an activity (and, for a weighing, the animal's latest weight) with their events, inside `tx`. */
+export async function recordActivity(tx: Executor, accountId: string, input: ActivityInput): Promise<ActivityRow> {
+  const details = input.details ?? {}
+  const occurredAt = input.occurred_at ? new Date(input.occurred_at) : new Date()
+  const errors = detailErrors(input.type, details)
+  if (occurredAt.getTime() > Date.now() + MAX_FUTURE_MS) errors.push({ path: '/body/occurred_at', message: 'lies more than 5 minutes in the future' })
+  if (!(await getAnimal(tx, accountId, input.animal_id))) errors.push({ path: '/body/animal_id', message: 'is not an animal of this account' })
+  if (errors.length) throw new ApiError('validation_failed', 'The activity is not valid.', { errors })
+  const [row] = await tx.insert(activities).values({
+    id: newId('activity'), account_id: accountId, animal_id: input.animal_id, type: input.type, occurred_at: occurredAt, details, notes: input.notes ?? null,
+  }).returning()
+  await appendEvent(tx, accountId, 'activity.created', presentActivity(row!))
+  if (input.type === 'weight') await recordWeight(tx, accountId, input.animal_id, (details as { grams: number }).grams, occurredAt)
+  return row!
+}
+
+export interface ActivityListQuery {
+  limit?: number; cursor?: string
+  animal_id?: string; type?: string; from?: string; to?: string; updated_since?: string
+}
+
+export function listActivities(deps: Deps, accountId: string, query: ActivityListQuery) {
+  const { limit, cursor, ...filters } = query
+  const conditions = [
+    equals(activities.animal_id, filters.animal_id),
+    equals(activities.type, filters.type),
+    atOrAfter(activities.occurred_at, filters.from),
+    before(activities.occurred_at, filters.to),
+    atOrAfter(activities.updated_at, filters.updated_since),
+  ]
+  return listPage(deps, { list: 'activities', accountId, table: activities, filters, limit, cursor, conditions, sortBy: activities.occurred_at }, presentActivity)
+}

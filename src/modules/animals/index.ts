@@ -1,0 +1,155 @@
+// /animals and /animal-types: the one area with full CRUD in v1 (CONTRACT §5).
+import { Elysia, t } from 'elysia'
+import { ANIMAL_SEXES, ANIMAL_STATUSES } from '../../../db/schema/index.ts'
+import type { Deps } from '../../deps.ts'
+import { ApiError } from '../../http/errors.ts'
+import { Preconditions, withEtag } from '../../http/etag.ts'
+import { op } from '../../http/operation.ts'
+import { principalOf } from '../../http/request.ts'
+import { PageOf, pageQuery } from '../../http/schemas.ts'
+import { isId } from '../../ids.ts'
+import { DateOnly, IdOf, Instant, Metadata, Notes, Tags, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
+import { createAnimal, deleteAnimal, getAnimal, listAnimals, listAnimalTypes, presentAnimal, updateAnimal } from './service.ts'
+
+const Sex = oneOf(ANIMAL_SEXES)
+const Status = oneOf(ANIMAL_STATUSES, 'active, sold, deceased, or on_loan (kept elsewhere for now).')
+const Name = t.String({ minLength: 1, maxLength: 100 })
+const ReferenceId = t.String({ minLength: 1, maxLength: 64, description: "The keeper's own reference (e.g. a ring number or a spreadsheet id)." })
+const SpeciesId = t.String({ minLength: 1, maxLength: 100, description: 'A `/species` id.', examples: ['python-regius'] })
+const Morph = t.String({ maxLength: 200, description: 'Visual morph, e.g. "banana pastel".' })
+const Traits = t.Array(t.String({ minLength: 1, maxLength: 100 }), { maxItems: 50, description: 'Genetic traits, e.g. "het clown", "pastel", "66% het pied".' })
+
+export const Animal = t.Object({
+  id: IdOf('animal'),
+  name: Name,
+  reference_id: nullable(ReferenceId),
+  species_id: SpeciesId,
+  sex: Sex,
+  status: Status,
+  morph: nullable(Morph),
+  traits: Traits,
+  birth_date: nullable(DateOnly),
+  acquired_date: nullable(DateOnly),
+  weight_grams: nullable(t.Number(), 'Latest recorded weight, from the newest weight activity.'),
+  weighed_at: nullable(Instant, 'When the latest weight was taken.'),
+  environment_id: nullable(IdOf('environment', 'Where the animal lives.')),
+  dam_id: nullable(IdOf('animal', 'Mother.')),
+  sire_id: nullable(IdOf('animal', 'Father.')),
+  tags: Tags,
+  notes: nullable(Notes),
+  metadata: Metadata,
+  created_at: Instant,
+  updated_at: Instant,
+}, { $id: '#/components/schemas/Animal' })
+
+/** The nullable fields, written alike on create and patch. */
+const optionalNullable = {
+  reference_id: t.Optional(nullable(ReferenceId)),
+  morph: t.Optional(nullable(Morph)),
+  birth_date: t.Optional(nullable(DateOnly)),
+  acquired_date: t.Optional(nullable(DateOnly)),
+  environment_id: t.Optional(nullable(IdOf('environment'))),
+  dam_id: t.Optional(nullable(IdOf('animal'))),
+  sire_id: t.Optional(nullable(IdOf('animal'))),
+  notes: t.Optional(nullable(Notes)),
+}
+
+const AnimalCreate = t.Object({
+  name: Name,
+  species_id: SpeciesId,
+  sex: t.Optional(Sex),
+  status: t.Optional(Status),
+  traits: t.Optional(Traits),
+  tags: t.Optional(Tags),
+  metadata: t.Optional(Metadata),
+  ...optionalNullable,
+}, { additionalProperties: false, $id: '#/components/schemas/AnimalCreate' })
+
+const AnimalPatch = t.Object({
+  name: t.Optional(Name),
+  species_id: t.Optional(SpeciesId),
+  sex: t.Optional(Sex),
+  status: t.Optional(Status),
+  traits: t.Optional(nullable(Traits, 'null clears the list.')),
+  tags: t.Optional(nullable(Tags, 'null clears the list.')),
+  metadata: t.Optional(nullable(t.Record(t.String({ minLength: 1, maxLength: 40 }), nullable(t.String({ maxLength: 500 }))), 'Merged key by key: a null value removes that key; null here removes them all.')),
+  ...optionalNullable,
+}, { additionalProperties: false, $id: '#/components/schemas/AnimalPatch', description: 'A JSON merge patch (RFC 7396): members present replace the current value; null clears it.' })
+
+const AnimalType = t.Object({
+  species_id: SpeciesId,
+  scientific_name: nullable(t.String()),
+  common_name: nullable(t.String()),
+  count: t.Integer({ description: 'Animals of this species in the account (deleted ones excluded).' }),
+}, { $id: '#/components/schemas/AnimalType' })
+
+const IdParam = t.Object({ id: t.String({ description: 'An animal id (`anm_…`).' }) })
+
+
+const animalId = (id: string) => {
+  if (!isId('animal', id)) throw new ApiError('not_found', 'No such animal.')
+  return id
+}
+
+export function animalsModule(deps: Deps) {
+  return new Elysia({ name: 'animals', prefix: '/api/v1' })
+    .get('/animal-types', ({ request, query }) => listAnimalTypes(deps, principalOf(request).accountId, query), {
+      query: t.Object(pageQuery()),
+      response: { 200: PageOf(AnimalType) },
+      detail: op({ summary: 'List the species present in this account, with counts', tags: ['Animals'], scopes: ['animals:read'] }),
+    })
+    .get('/animals', ({ request, query }) => listAnimals(deps, principalOf(request).accountId, query), {
+      query: t.Object({
+        ...pageQuery(),
+        species: t.Optional(t.String({ maxLength: 100, description: 'A `/species` id.' })),
+        status: t.Optional(Status),
+        sex: t.Optional(Sex),
+        environment_id: t.Optional(t.String({ maxLength: 40 })),
+        tag: t.Optional(t.String({ maxLength: 50, description: 'Animals carrying this tag.' })),
+        q: t.Optional(t.String({ minLength: 1, maxLength: 100, description: 'Case-insensitive search in name and reference_id.' })),
+        updated_since: UpdatedSince,
+      }),
+      response: { 200: PageOf(Animal) },
+      detail: op({ summary: 'List animals', description: 'Newest first. Deleted animals are not listed.', tags: ['Animals'], scopes: ['animals:read'] }),
+    })
+    .post('/animals', async ({ request, body, set }) => {
+      const row = await createAnimal(deps, principalOf(request).accountId, body)
+      set.status = 201
+      return withEtag(set, row, presentAnimal)
+    }, {
+      body: AnimalCreate,
+      response: { 201: Animal },
+      detail: op({ summary: 'Create an animal', tags: ['Animals'], etag: true, scopes: ['animals:write'], errors: [422] }),
+    })
+    .get('/animals/:id', async ({ request, params, set }) => {
+      const row = await getAnimal(deps.database.db, principalOf(request).accountId, animalId(params.id))
+      if (!row) throw new ApiError('not_found', 'No such animal.')
+      return withEtag(set, row, presentAnimal)
+    }, {
+      params: IdParam,
+      response: { 200: Animal },
+      detail: op({ summary: 'Get an animal', tags: ['Animals'], etag: true, scopes: ['animals:read'], errors: [404] }),
+    })
+    .patch('/animals/:id', async ({ request, params, body, headers, set }) => {
+      const row = await updateAnimal(deps, principalOf(request).accountId, animalId(params.id), body, headers['if-match'] ?? null)
+      return withEtag(set, row, presentAnimal)
+    }, {
+      params: IdParam,
+      headers: Preconditions,
+      body: AnimalPatch,
+      response: { 200: Animal },
+      detail: op({
+        summary: 'Update an animal (JSON merge patch)', tags: ['Animals'], etag: true, scopes: ['animals:write'], errors: [404, 412, 422],
+        accepts: ['application/merge-patch+json', 'application/json'],
+      }),
+    })
+    .delete('/animals/:id', async ({ request, params, headers, set }) => {
+      await deleteAnimal(deps, principalOf(request).accountId, animalId(params.id), headers['if-match'] ?? null)
+      set.status = 204
+    }, {
+      params: IdParam,
+      headers: Preconditions,
+      response: { 204: t.Void({ description: 'Deleted.' }) },
+      detail: op({ summary: 'Delete an animal', description: 'A soft delete: the animal is gone from the API but kept in storage.', tags: ['Animals'], etag: true, scopes: ['animals:write'], errors: [404, 412] }),
+    })
+}

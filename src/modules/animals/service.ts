@@ -1,0 +1,154 @@
+// Animals: data access and rules, free of HTTP. Every query is scoped to the caller's account.
+import { and, asc, count, eq, gt, inArray, isNull } from 'drizzle-orm'
+import { SPECIES } from '../../../db/reference/species.ts'
+import { animals, environments } from '../../../db/schema/index.ts'
+import type { Deps } from '../../deps.ts'
+import { toPage } from '../../http/cursor.ts'
+import { ApiError, type FieldError } from '../../http/errors.ts'
+import { requireMatch } from '../../http/etag.ts'
+import { mergePatch } from '../../http/merge-patch.ts'
+import { newId } from '../../ids.ts'
+import { atOrAfter, equals, hasTag, search } from '../../records/filters.ts'
+import { listPage } from '../../records/list.ts'
+import { presentRow } from '../../records/rows.ts'
+import { appendEvent, type Executor } from '../../webhooks/outbox.ts'
+
+export type AnimalRow = typeof animals.$inferSelect
+
+/** The fields a client writes; everything else (id, weight, timestamps) the service keeps. */
+export type AnimalFields = Pick<AnimalRow,
+  'name' | 'reference_id' | 'species_id' | 'sex' | 'status' | 'morph' | 'traits' | 'birth_date' | 'acquired_date' |
+  'environment_id' | 'dam_id' | 'sire_id' | 'tags' | 'notes' | 'metadata'>
+
+const WRITABLE: readonly (keyof AnimalFields)[] = [
+  'name', 'reference_id', 'species_id', 'sex', 'status', 'morph', 'traits', 'birth_date', 'acquired_date',
+  'environment_id', 'dam_id', 'sire_id', 'tags', 'notes', 'metadata',
+]
+const EMPTY: Omit<AnimalFields, 'name' | 'species_id'> = {
+  reference_id: null, sex: 'unknown', status: 'active', morph: null, traits: [], birth_date: null, acquired_date: null,
+  environment_id: null, dam_id: null, sire_id: null, tags: [], notes: null, metadata: {},
+}
+const MAX_METADATA_KEYS = 50
+const speciesIds = new Set(SPECIES.map((s) => s.id))
+const speciesById = new Map(SPECIES.map((s) => [s.id, s]))
+
+export const presentAnimal = (row: AnimalRow) => presentRow(row)
+
+const live = (accountId: string) => and(eq(animals.account_id, accountId), isNull(animals.deleted_at))
+
+export async function getAnimal(db: Executor, accountId: string, id: string, lock = false): Promise<AnimalRow | undefined> {
+  const query = db.select().from(animals).where(and(live(accountId), eq(animals.id, id)))
+  const [row] = await (lock ? query.for('update') : query)
+  return row
+}
+
+/** Checks what the schema cannot: known species, and references to records of this account that exist. */
+async function checkFields(db: Executor, accountId: string, fields: AnimalFields, selfId?: string): Promise<void> {
+  const errors: FieldError[] = []
+  if (!speciesIds.has(fields.species_id)) errors.push({ path: '/body/species_id', message: 'is not a known species id (see GET /species)' })
+  if (Object.keys(fields.metadata).length > MAX_METADATA_KEYS) errors.push({ path: '/body/metadata', message: `may hold at most ${MAX_METADATA_KEYS} keys` })
+  if (fields.environment_id) {
+    const [env] = await db.select({ id: environments.id }).from(environments).where(and(eq(environments.account_id, accountId), eq(environments.id, fields.environment_id)))
+    if (!env) errors.push({ path: '/body/environment_id', message: 'is not an environment of this account' })
+  }
+  const parents = (['dam_id', 'sire_id'] as const).filter((field) => fields[field])
+  if (parents.length) {
+    const ids = parents.map((field) => fields[field]!)
+    const found = new Set((await db.select({ id: animals.id }).from(animals).where(and(live(accountId), inArray(animals.id, ids)))).map((r) => r.id))
+    for (const field of parents) {
+      const id = fields[field]!
+      if (id === selfId) errors.push({ path: `/body/${field}`, message: 'cannot be the animal itself' })
+      else if (!found.has(id)) errors.push({ path: `/body/${field}`, message: 'is not an animal of this account' })
+    }
+    if (fields.dam_id && fields.dam_id === fields.sire_id) errors.push({ path: '/body/sire_id', message: 'cannot be the same animal as dam_id' })
+  }
+  if (errors.length) throw new ApiError('validation_failed', 'Some fields refer to things that do not exist.', { errors })
+}
+
+export interface AnimalListQuery {
+  limit?: number; cursor?: string
+  species?: string; status?: AnimalRow['status']; sex?: AnimalRow['sex']; environment_id?: string; tag?: string; q?: string; updated_since?: string
+}
+
+export function listAnimals(deps: Deps, accountId: string, query: AnimalListQuery) {
+  const { limit, cursor, ...filters } = query
+  return listPage(deps, {
+    list: 'animals', accountId, table: animals, filters, limit, cursor,
+    conditions: [
+      isNull(animals.deleted_at),
+      equals(animals.species_id, filters.species),
+      equals(animals.status, filters.status),
+      equals(animals.sex, filters.sex),
+      equals(animals.environment_id, filters.environment_id),
+      hasTag(animals.tags, filters.tag),
+      search(filters.q, animals.name, animals.reference_id),
+      atOrAfter(animals.updated_at, filters.updated_since),
+    ],
+  }, presentAnimal)
+}
+
+export async function createAnimal(deps: Deps, accountId: string, input: Partial<AnimalFields> & Pick<AnimalFields, 'name' | 'species_id'>): Promise<AnimalRow> {
+  const fields: AnimalFields = { ...EMPTY, ...input }
+  return deps.database.db.transaction(async (tx) => {
+    await checkFields(tx, accountId, fields)
+    const [row] = await tx.insert(animals).values({ id: newId('animal'), account_id: accountId, ...fields }).returning()
+    await appendEvent(tx, accountId, 'animal.created', presentAnimal(row!))
+    return row!
+  })
+}
+
+/** Applies a JSON merge patch; `ifMatch` (when sent) must name the current version. */
+export async function updateAnimal(deps: Deps, accountId: string, id: string, patch: Record<string, unknown>, ifMatch: string | null): Promise<AnimalRow> {
+  return deps.database.db.transaction(async (tx) => {
+    // Locked so the version we check is the version we replace.
+    const current = await getAnimal(tx, accountId, id, true)
+    if (!current) throw new ApiError('not_found', 'No such animal.')
+    requireMatch(ifMatch, current.version)
+    const before = Object.fromEntries(WRITABLE.map((field) => [field, current[field]]))
+    // A removed member falls back to its empty value: null, or [] and {} for lists and maps.
+    const fields = { ...EMPTY, ...(mergePatch(before, patch) as object) } as AnimalFields
+    const changed = WRITABLE.filter((field) => JSON.stringify(fields[field]) !== JSON.stringify(current[field]))
+    if (!changed.length) return current
+    await checkFields(tx, accountId, fields, id)
+    const [row] = await tx.update(animals)
+      .set({ ...Object.fromEntries(changed.map((field) => [field, fields[field]])), version: current.version + 1, updated_at: new Date() })
+      .where(eq(animals.id, id)).returning()
+    await appendEvent(tx, accountId, 'animal.updated', presentAnimal(row!), presentRow(Object.fromEntries(changed.map((f) => [f, current[f]]))))
+    return row!
+  })
+}
+
+/** Soft delete: gone from the API, kept in storage. */
+export async function deleteAnimal(deps: Deps, accountId: string, id: string, ifMatch: string | null): Promise<void> {
+  await deps.database.db.transaction(async (tx) => {
+    const current = await getAnimal(tx, accountId, id, true)
+    if (!current) throw new ApiError('not_found', 'No such animal.')
+    requireMatch(ifMatch, current.version)
+    const [row] = await tx.update(animals).set({ deleted_at: new Date(), updated_at: new Date(), version: current.version + 1 }).where(eq(animals.id, id)).returning()
+    await appendEvent(tx, accountId, 'animal.deleted', presentAnimal(row!))
+  })
+}
+
+/** Records a weighing as the animal's latest weight, unless a later one is already recorded. */
+export async function recordWeight(tx: Executor, accountId: string, animalId: string, grams: number, at: Date): Promise<void> {
+  const current = await getAnimal(tx, accountId, animalId, true)
+  if (!current || (current.weighed_at && current.weighed_at > at)) return
+  const [row] = await tx.update(animals)
+    .set({ weight_grams: grams, weighed_at: at, version: current.version + 1, updated_at: new Date() })
+    .where(eq(animals.id, animalId)).returning()
+  await appendEvent(tx, accountId, 'animal.updated', presentAnimal(row!), presentRow({ weight_grams: current.weight_grams, weighed_at: current.weighed_at }))
+}
+
+/** The species present in the account with how many (undeleted) animals of each, keyset-paged by species id. */
+export async function listAnimalTypes(deps: Deps, accountId: string, query: { limit?: number; cursor?: string }) {
+  const scope = { list: 'animal-types', accountId, filters: {} }
+  const limit = query.limit ?? 50
+  const after = query.cursor ? String(deps.cursors.decode(scope, query.cursor)[0]) : undefined
+  const rows = await deps.database.db.select({ species_id: animals.species_id, count: count() }).from(animals)
+    .where(and(live(accountId), after ? gt(animals.species_id, after) : undefined))
+    .groupBy(animals.species_id).orderBy(asc(animals.species_id)).limit(limit + 1)
+  return toPage(rows, limit, deps.cursors, scope, (r) => [r.species_id], (r) => {
+    const species = speciesById.get(r.species_id)
+    return { species_id: r.species_id, scientific_name: species?.scientific_name ?? null, common_name: species?.common_name ?? null, count: r.count }
+  })
+}

@@ -1,0 +1,163 @@
+// /sensors/devices and headless pairing. The ingest endpoints (/sensors/readings, /sensors/ping) live in ingest/.
+import { Elysia, t } from 'elysia'
+import type { Deps } from '../../deps.ts'
+import { ApiError } from '../../http/errors.ts'
+import { Preconditions, etagOf, withEtag } from '../../http/etag.ts'
+import { op } from '../../http/operation.ts'
+import { API_PREFIX } from '../../http/pipeline.ts'
+import { principalOf } from '../../http/request.ts'
+import { PageOf, pageQuery } from '../../http/schemas.ts'
+import { isId } from '../../ids.ts'
+import { IdOf, Instant, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
+import { CLAIM_TTL_SECONDS, POLL_INTERVAL_SECONDS, VERIFICATION_PATH, pollClaim, startClaim } from './pairing.ts'
+import { createDevice, deleteDevice, getDevice, listDevices, presentDevice, updateDevice } from './service.ts'
+
+const ChannelKey = t.String({ minLength: 1, maxLength: 32, pattern: '^[A-Za-z0-9_.-]+$', description: 'The name the device reports the channel under, e.g. `t1`.' })
+const Channel = t.Object({
+  key: ChannelKey,
+  metric: nullable(t.String({ maxLength: 50, description: 'A `/environment/metrics` id; null leaves the channel unmapped.' })),
+  unit: nullable(t.String({ maxLength: 20, description: "Defaults to the metric's unit." })),
+  environment_id: nullable(IdOf('environment', 'Where the channel measures.')),
+}, { $id: '#/components/schemas/DeviceChannel' })
+const ChannelInput = t.Object({
+  key: ChannelKey,
+  metric: t.Optional(nullable(t.String({ maxLength: 50 }))),
+  unit: t.Optional(nullable(t.String({ maxLength: 20 }))),
+  environment_id: t.Optional(nullable(t.String({ maxLength: 40 }))),
+}, { additionalProperties: false })
+const Channels = t.Array(ChannelInput, { maxItems: 32 })
+const Name = t.String({ minLength: 1, maxLength: 100 })
+const Model = t.String({ maxLength: 100 })
+const HardwareId = t.String({ maxLength: 100, description: 'Serial number or MAC address.' })
+
+export const Device = t.Object({
+  id: IdOf('device'),
+  name: Name,
+  model: nullable(Model),
+  hardware_id: nullable(HardwareId),
+  channels: t.Array(Channel),
+  unmapped_channels: t.Array(t.String(), { description: 'Channels that sent readings without a metric mapped; those readings are kept with metric and environment null.' }),
+  last_seen_at: nullable(Instant),
+  created_at: Instant,
+  updated_at: Instant,
+}, { $id: '#/components/schemas/Device' })
+
+const CreatedDevice = t.Composite([Device, t.Object({
+  key: nullable(t.String({ description: 'The device key, shown this once. Null when pairing with `claim_code`: the key then goes to the device through its poll.' })),
+})], { $id: '#/components/schemas/CreatedDevice' })
+
+const DeviceCreate = t.Object({
+  name: t.Optional(Name),
+  model: t.Optional(nullable(Model)),
+  hardware_id: t.Optional(nullable(HardwareId)),
+  channels: t.Optional(Channels),
+  claim_code: t.Optional(t.String({ minLength: 1, maxLength: 20, description: 'The user code a headless device shows (e.g. `BCDF-GHJK`); completes its pairing.' })),
+}, { additionalProperties: false, $id: '#/components/schemas/DeviceCreate' })
+
+const DevicePatch = t.Object({
+  name: t.Optional(Name),
+  model: t.Optional(nullable(Model)),
+  hardware_id: t.Optional(nullable(HardwareId)),
+  channels: t.Optional(nullable(Channels, 'Replaces the whole list; null clears it.')),
+}, { additionalProperties: false, $id: '#/components/schemas/DevicePatch', description: 'A JSON merge patch (RFC 7396).' })
+
+const ClaimStart = t.Object({
+  model: t.Optional(Model),
+  hardware_id: t.Optional(HardwareId),
+}, { additionalProperties: false })
+
+const ClaimStarted = t.Object({
+  claim_id: IdOf('claim', 'Poll GET /sensors/claim/status with it.'),
+  user_code: t.String({ pattern: '^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$', examples: ['BCDF-GHJK'], description: 'Show this to the owner; consonants only, no ambiguous characters.' }),
+  verification_uri: t.String({ format: 'uri', description: 'Where the owner enters the code (as `claim_code` of POST /sensors/devices), absolute as RFC 8628 asks.' }),
+  expires_in: t.Integer({ description: 'Seconds until the claim expires.' }),
+  interval: t.Integer({ description: 'Seconds to wait between polls; polling sooner answers slow_down.' }),
+}, { $id: '#/components/schemas/ClaimStarted' })
+
+const ClaimState = t.Object({
+  status: oneOf(['pending', 'slow_down', 'claimed', 'expired']),
+  device_id: t.Optional(IdOf('device')),
+  device_key: t.Optional(t.String({ description: 'On the first poll after the claim only.' })),
+}, { $id: '#/components/schemas/ClaimStatus' })
+
+const IdParam = t.Object({ id: t.String({ description: 'A device id (`dev_…`).' }) })
+
+const deviceId = (id: string) => {
+  if (!isId('device', id)) throw new ApiError('not_found', 'No such device.')
+  return id
+}
+/** Unauthenticated pairing calls are limited per client address, so nobody can flood the claim table. */
+const CLAIM_STARTS_PER_MINUTE = 10
+
+export function sensorsModule(deps: Deps) {
+  return new Elysia({ name: 'sensors', prefix: API_PREFIX })
+    .get('/sensors/devices', ({ request, query }) => listDevices(deps, principalOf(request).accountId, query), {
+      query: t.Object({ ...pageQuery(), environment_id: t.Optional(t.String({ maxLength: 40, description: 'Devices with a channel in this environment.' })), updated_since: UpdatedSince }),
+      response: { 200: PageOf(Device) },
+      detail: op({ summary: 'List sensor devices', tags: ['Sensors'], scopes: ['sensors:read'] }),
+    })
+    .post('/sensors/devices', async ({ request, body, set }) => {
+      const { row, key } = await createDevice(deps, principalOf(request).accountId, body)
+      set.status = 201
+      set.headers.etag = etagOf(row.version)
+      return { ...presentDevice(row), key }
+    }, {
+      body: DeviceCreate,
+      response: { 201: CreatedDevice },
+      detail: op({
+        summary: 'Register a sensor device', description: 'Returns the device and its key (shown once). With `claim_code`, completes a headless pairing instead. Wrong codes are limited to 10 per 15 minutes per account (429).',
+        tags: ['Sensors'], scopes: ['sensors:write'], errors: [422], etag: true,
+      }),
+    })
+    .get('/sensors/devices/:id', async ({ request, params, set }) => {
+      const principal = principalOf(request)
+      const id = deviceId(params.id)
+      if (principal.kind === 'device' && principal.deviceId !== id) throw new ApiError('device_key_not_allowed', 'A device key may read only its own device.')
+      const row = await getDevice(deps.database.db, principal.accountId, id)
+      if (!row) throw new ApiError('not_found', 'No such device.')
+      return withEtag(set, row, presentDevice)
+    }, {
+      params: IdParam,
+      response: { 200: Device },
+      detail: op({ summary: 'Get a device and its channel configuration', description: 'A device key may read its own device.', tags: ['Sensors'], auth: ['personal', 'device'], scopes: ['sensors:read'], errors: [404], etag: true }),
+    })
+    .patch('/sensors/devices/:id', async ({ request, params, body, headers, set }) =>
+      withEtag(set, await updateDevice(deps, principalOf(request).accountId, deviceId(params.id), body, headers['if-match'] ?? null), presentDevice), {
+      params: IdParam,
+      headers: Preconditions,
+      body: DevicePatch,
+      response: { 200: Device },
+      detail: op({ summary: 'Update a device', tags: ['Sensors'], scopes: ['sensors:write'], errors: [404, 412, 422], accepts: ['application/merge-patch+json', 'application/json'], etag: true }),
+    })
+    .delete('/sensors/devices/:id', async ({ request, params, headers, set }) => {
+      await deleteDevice(deps, principalOf(request).accountId, deviceId(params.id), headers['if-match'] ?? null)
+      set.status = 204
+    }, {
+      params: IdParam,
+      headers: Preconditions,
+      response: { 204: t.Void({ description: 'Deleted; the device key stops working at once.' }) },
+      detail: op({ summary: 'Delete a device', description: 'Revokes its key in every server process. Its readings are kept.', tags: ['Sensors'], scopes: ['sensors:write'], errors: [404, 412], etag: true }),
+    })
+    .post('/sensors/claim/start', async ({ request, body, server, set }) => {
+      const address = server?.requestIP(request)?.address ?? 'unknown'
+      const { count, resetMs } = await deps.shared.hit(`claim-start:${address}`, 60_000)
+      if (count > CLAIM_STARTS_PER_MINUTE) {
+        throw new ApiError('rate_limited', 'Too many pairing claims from this address; try again shortly.', { headers: { 'retry-after': String(Math.ceil(resetMs / 1000)) } })
+      }
+      const claim = await startClaim(deps, body ?? {})
+      set.status = 201
+      return { claim_id: claim.id, user_code: claim.user_code, verification_uri: new URL(VERIFICATION_PATH, request.url).href, expires_in: CLAIM_TTL_SECONDS, interval: POLL_INTERVAL_SECONDS }
+    }, {
+      body: t.Optional(ClaimStart),
+      response: { 201: ClaimStarted },
+      detail: op({ summary: 'Start pairing a headless device', description: 'No key needed. Limited to 10 claims per minute per client address.', tags: ['Sensors'], auth: 'public', errors: [422, 429] }),
+    })
+    .get('/sensors/claim/status', ({ query }) => {
+      if (!isId('claim', query.claim_id)) throw new ApiError('not_found', 'No such claim.')
+      return pollClaim(deps, query.claim_id)
+    }, {
+      query: t.Object({ claim_id: t.String({ maxLength: 40 }) }),
+      response: { 200: ClaimState },
+      detail: op({ summary: 'Poll for a pairing result', description: `No key needed. Poll every ${POLL_INTERVAL_SECONDS} s; the first poll after the owner claims the device carries its key.`, tags: ['Sensors'], auth: 'public', errors: [404] }),
+    })
+}

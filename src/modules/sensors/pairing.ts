@@ -1,0 +1,99 @@
+// Headless pairing in the shape of the OAuth device flow (RFC 8628, CONTRACT §7): the device starts a claim
+// and shows a short user code; the owner enters it with POST /sensors/devices; the device polls for its key.
+import { randomInt } from 'node:crypto'
+import { and, eq, isNotNull } from 'drizzle-orm'
+import { pairingClaims } from '../../../db/schema/index.ts'
+import type { Deps } from '../../deps.ts'
+import { ApiError } from '../../http/errors.ts'
+import { newId } from '../../ids.ts'
+import type { Executor } from '../../webhooks/outbox.ts'
+
+/** RFC 8628 §6.1: consonants only (no words can form), none easily confused with another; 20^8 ≈ 2.6e10 codes. */
+export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ'
+export const CLAIM_TTL_SECONDS = 600
+export const POLL_INTERVAL_SECONDS = 5
+/** Wrong codes an account may enter per window before it is made to wait: guessing stays hopeless. */
+export const CLAIM_ATTEMPTS_PER_WINDOW = 10
+export const CLAIM_ATTEMPT_WINDOW_MS = 15 * 60 * 1000
+export const VERIFICATION_PATH = '/api/v1/sensors/devices'
+
+export type ClaimStatus = 'pending' | 'slow_down' | 'claimed' | 'expired'
+
+export function newUserCode(): string {
+  let code = ''
+  for (let i = 0; i < 8; i++) code += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)]
+  return `${code.slice(0, 4)}-${code.slice(4)}`
+}
+
+/** Accepts what people type: any case, with or without the hyphen or spaces. */
+export function normalizeUserCode(input: string): string | undefined {
+  const compact = input.toUpperCase().replace(/[\s-]/g, '')
+  if (compact.length !== 8 || [...compact].some((c) => !USER_CODE_ALPHABET.includes(c))) return undefined
+  return `${compact.slice(0, 4)}-${compact.slice(4)}`
+}
+
+export async function startClaim(deps: Deps, input: { model?: string; hardware_id?: string }) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const [claim] = await deps.database.db.insert(pairingClaims).values({
+        id: newId('claim'), user_code: newUserCode(), model: input.model ?? null, hardware_id: input.hardware_id ?? null,
+        expires_at: new Date(Date.now() + CLAIM_TTL_SECONDS * 1000),
+      }).returning()
+      return claim!
+    } catch (error) {
+      // A live claim already holds this code (unique among pending claims): draw another.
+      if (attempt < 3 && JSON.stringify(error).includes('pairing_claims_pending_code_idx')) continue
+      throw error
+    }
+  }
+}
+
+/**
+ * What a polling device learns. Polling faster than the interval answers slow_down; the first poll after the
+ * claim carries the device key, which is erased as it is handed over, so later polls carry only the device id.
+ */
+export async function pollClaim(deps: Deps, claimId: string): Promise<{ status: ClaimStatus; device_id?: string; device_key?: string }> {
+  const db = deps.database.db
+  const [claim] = await db.select().from(pairingClaims).where(eq(pairingClaims.id, claimId))
+  if (!claim) throw new ApiError('not_found', 'No such claim.')
+  const now = new Date()
+  if (claim.status === 'claimed') {
+    // Only the poll whose update erased the key hands it over, however many polls race.
+    const [handed] = await db.update(pairingClaims).set({ device_key: null, last_polled_at: now })
+      .where(and(eq(pairingClaims.id, claimId), isNotNull(pairingClaims.device_key))).returning({ id: pairingClaims.id })
+    return handed ? { status: 'claimed', device_id: claim.device_id!, device_key: claim.device_key! } : { status: 'claimed', device_id: claim.device_id! }
+  }
+  if (claim.status === 'expired') return { status: 'expired' }
+  if (claim.expires_at <= now) {
+    await db.update(pairingClaims).set({ status: 'expired' }).where(and(eq(pairingClaims.id, claimId), eq(pairingClaims.status, 'pending')))
+    return { status: 'expired' }
+  }
+  await db.update(pairingClaims).set({ last_polled_at: now }).where(eq(pairingClaims.id, claimId))
+  const tooSoon = claim.last_polled_at !== null && now.getTime() - claim.last_polled_at.getTime() < POLL_INTERVAL_SECONDS * 1000
+  return { status: tooSoon ? 'slow_down' : 'pending' }
+}
+
+export interface ClaimRow {
+  id: string; user_code: string; model: string | null; hardware_id: string | null
+  complete(deviceId: string, deviceKey: string): Promise<void>
+}
+
+/** Finds the pending claim a user code names, inside the device-creating transaction; counts every attempt. */
+export async function claimForDevice(deps: Deps, tx: Executor, accountId: string, code: string): Promise<ClaimRow> {
+  const { count, resetMs } = await deps.shared.hit(`claim-attempts:${accountId}`, CLAIM_ATTEMPT_WINDOW_MS)
+  if (count > CLAIM_ATTEMPTS_PER_WINDOW) {
+    const seconds = Math.ceil(resetMs / 1000)
+    throw new ApiError('rate_limited', `Too many pairing codes entered; try again in ${seconds} s.`, { headers: { 'retry-after': String(seconds) } })
+  }
+  const normalized = normalizeUserCode(code)
+  const invalid = () => new ApiError('validation_failed', 'No pending pairing claim has this code (it may have expired).', { errors: [{ path: '/body/claim_code', message: 'matches no pending claim' }] })
+  if (!normalized) throw invalid()
+  const [claim] = await tx.select().from(pairingClaims).where(and(eq(pairingClaims.user_code, normalized), eq(pairingClaims.status, 'pending'))).for('update')
+  if (!claim || claim.expires_at <= new Date()) throw invalid()
+  return {
+    id: claim.id, user_code: claim.user_code, model: claim.model, hardware_id: claim.hardware_id,
+    async complete(deviceId, deviceKey) {
+      await tx.update(pairingClaims).set({ status: 'claimed', account_id: accountId, device_id: deviceId, device_key: deviceKey }).where(eq(pairingClaims.id, claim.id))
+    },
+  }
+}

@@ -1,0 +1,34 @@
+// Records tables name their columns after the API's fields, so one conversion serves every area both ways.
+import { getTableColumns } from 'drizzle-orm'
+import type { PgTable } from 'drizzle-orm/pg-core'
+
+/** Storage-only columns that never appear in the API. */
+const HIDDEN = new Set(['account_id', 'version', 'deleted_at'])
+type Hidden = 'account_id' | 'version' | 'deleted_at'
+
+/** A row's type as the API shows it. */
+export type Presented<Row> = {
+  [K in keyof Row as K extends Hidden ? never : K]: Row[K] extends Date ? string : Row[K] extends Date | null ? string | null : Row[K]
+}
+
+/** A stored row as the API shows it: storage-only columns dropped, instants as RFC 3339 UTC with milliseconds. */
+export function presentRow<Row extends Record<string, unknown>>(row: Row): Presented<Row> {
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(row)) {
+    if (HIDDEN.has(key)) continue
+    out[key] = value instanceof Date ? value.toISOString() : value
+  }
+  return out as Presented<Row>
+}
+
+/** The names of a table's timestamp columns, whose API values (strings) become Dates on the way in. */
+export function instantColumns(table: PgTable): Set<string> {
+  return new Set(Object.entries(getTableColumns(table)).filter(([, c]) => c.columnType === 'PgTimestamp').map(([name]) => name))
+}
+
+/** API field values → column values: RFC 3339 strings in instant columns become Dates. */
+export function toColumns(values: Record<string, unknown>, instants: Set<string>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(values)) out[key] = instants.has(key) && typeof value === 'string' ? new Date(value) : value
+  return out
+}
