@@ -14,6 +14,10 @@ export interface SharedStore {
   release(key: string, token: string): Promise<void>
   get(key: string): Promise<string | null>
   set(key: string, value: string, ttlMs: number): Promise<void>
+  /**
+   * Sends `message` to every subscriber of `channel`. This process's own handlers have run by the time it
+   * resolves (read-your-writes); they may see the message a second time, so handlers must be idempotent.
+   */
   publish(channel: string, message: string): Promise<void>
   /** Calls `handler` for every message on `channel`, from this or any other process sharing the store. */
   subscribe(channel: string, handler: (message: string) => void): Promise<void>

@@ -57,6 +57,9 @@ export async function redisStore(url: string, prefix: string): Promise<SharedSto
       await client.set(prefix + key, value, 'PX', ttlMs)
     },
     async publish(channel, message) {
+      // This process's handlers run before the call returns, so a caller reads its own invalidation at
+      // once; they run again when Redis echoes the message back, which is why handlers must be idempotent.
+      for (const handler of handlers.get(prefix + channel) ?? []) handler(message)
       await client.publish(prefix + channel, message)
     },
     async subscribe(channel, handler) {
