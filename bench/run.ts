@@ -9,23 +9,8 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { loadAverage, ROOT } from './lib/processes.ts'
-import { table, verdict, type Line, type Scenario, type ScenarioContext, type ScenarioOutput } from './lib/report.ts'
-import { httpLayer } from './scenarios/http-layer.ts'
-import { ingestPostgres } from './scenarios/ingest-postgres.ts'
-import { ingestQuestdb } from './scenarios/ingest-questdb.ts'
-import { latency } from './scenarios/latency.ts'
-import { questdbClient } from './scenarios/questdb-client.ts'
-import { webhooks } from './scenarios/webhooks.ts'
-
-const SCENARIOS: Record<string, Scenario> = {
-  'http-layer': httpLayer,
-  'ingest-postgres': ingestPostgres,
-  // Right after ingest-postgres, whose maximum rate it halves (and before QuestDB's background work starts).
-  latency,
-  'ingest-questdb': ingestQuestdb,
-  'questdb-client': questdbClient,
-  webhooks,
-}
+import { table, verdict, type Line, type ScenarioContext, type ScenarioOutput } from './lib/report.ts'
+import { SCENARIOS } from './scenarios/index.ts'
 
 const positive = (name: string, fallback: number) => {
   const raw = process.env[name]
@@ -51,6 +36,7 @@ const ctx: ScenarioContext = {
   generators: positive('BENCH_GENERATORS', 1),
   log,
   earlier: new Map<string, ScenarioOutput>(),
+  options: {},
 }
 
 const command = `${['BENCH_SECONDS', 'BENCH_WARMUP_SECONDS', 'BENCH_GENERATORS'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]} `).join('')}bun run bench${requested.length ? ` ${requested.join(' ')}` : ''}`

@@ -95,8 +95,8 @@ export async function runLoad(base: Omit<GeneratorConfig, 'laneOffset' | 'totalL
   }
   // Percentiles of merged processes: the worst process's figure (an upper bound; with one process it is exact).
   if (results.length > 1) {
-    const worst = (k: 'p50' | 'p90' | 'p99' | 'max') => Math.max(...results.map((r) => r.latency[k]))
-    merged.latency = { p50: worst('p50'), p90: worst('p90'), p99: worst('p99'), max: worst('max'), count: results.reduce((n, r) => n + r.latency.count, 0) }
+    const worst = (k: 'p50' | 'p90' | 'p95' | 'p99' | 'max') => Math.max(...results.map((r) => r.latency[k]))
+    merged.latency = { p50: worst('p50'), p90: worst('p90'), p95: worst('p95'), p99: worst('p99'), max: worst('max'), count: results.reduce((n, r) => n + r.latency.count, 0) }
   }
   const ws = windowStart, we = windowEnd
   const watched = Object.fromEntries(Object.keys(watch).map((name) => [name, (we.watched[name]! - ws.watched[name]!) / 1000 / seconds]))

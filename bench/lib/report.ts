@@ -30,6 +30,20 @@ export interface ScenarioContext {
   log(message: string): void
   /** Outputs of the scenarios already run in this invocation (latency reads ingest-postgres's max rate). */
   earlier: Map<string, ScenarioOutput>
+  /**
+   * Per-run overrides from the command line (`--concurrency`, `--batch`, `--store`); a scenario uses those
+   * that apply to it and its own defaults otherwise.
+   */
+  options: ScenarioOptions
+}
+
+export interface ScenarioOptions {
+  /** Lanes (connections or devices) driving load. */
+  concurrency?: number
+  /** Readings per request, or items per page: the scenario's unit of batching. */
+  batch?: number
+  /** Which readings store the ingest and readings scenarios use. */
+  store?: 'sql' | 'questdb'
 }
 
 export type Scenario = (ctx: ScenarioContext) => Promise<ScenarioOutput>

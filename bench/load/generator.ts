@@ -55,7 +55,7 @@ export interface GeneratorResult {
   totalOkRequests: number
   windowMs: number
   /** Latency in ms of 2xx answers inside the window (open loop: from the scheduled send time). */
-  latency: { p50: number; p90: number; p99: number; max: number; count: number }
+  latency: { p50: number; p90: number; p95: number; p99: number; max: number; count: number }
   /** This process's CPU time over the window ÷ window length (1.0 = one core busy; fetch has its own thread). */
   cpu: number
   /** Open loop: requests that could not be sent on time because `lanes` were all in flight. */
@@ -215,7 +215,7 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
   return {
     statuses, requests, okRequests, readings, totalReadings, totalOkRequests, late, firstError, timeline,
     windowMs: config.durationMs,
-    latency: { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), max: sorted.length ? sorted[sorted.length - 1]! : NaN, count: sorted.length },
+    latency: { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted.length ? sorted[sorted.length - 1]! : NaN, count: sorted.length },
     cpu: (cpuEnd - cpuStart) / config.durationMs,
   }
 }
