@@ -6,6 +6,7 @@ import { cpus } from 'node:os'
 import { join } from 'node:path'
 import type { GeneratorConfig, GeneratorResult } from '../load/generator.ts'
 import { BUN, ROOT, cpuMs, machineTicks } from './processes.ts'
+import type { LineStats } from './report.ts'
 
 export const GENERATOR = join(ROOT, 'bench', 'load', 'generator.ts')
 
@@ -110,4 +111,13 @@ export async function runLoad(base: Omit<GeneratorConfig, 'laneOffset' | 'totalL
     requestsPerSecond: merged.okRequests / (base.durationMs / 1000),
     readingsPerSecond: merged.readings / (base.durationMs / 1000),
   }
+}
+
+/**
+ * The figures a report line shows for a load run: latency percentiles, errors (answers other than `okStatus`),
+ * and the server's CPU (needs a `server` watch) and peak RSS when known.
+ */
+export function statsOf(load: LoadResult, okStatus: number, peakRssMiB?: number): LineStats {
+  const errors = Object.entries(load.statuses).filter(([status]) => status !== String(okStatus)).reduce((n, [, count]) => n + count, 0)
+  return { p50: load.latency.p50, p95: load.latency.p95, p99: load.latency.p99, errors, peakRssMiB, serverCores: load.watched.server }
 }

@@ -13,6 +13,21 @@ export interface Line {
   /** "target" lines are the issue's targets; "goal" lines its softer goals. */
   kind?: 'target' | 'goal'
   note?: string
+  /** What the load run behind `ours` saw (fill with statsOf from lib/load.ts where there is one). */
+  stats?: LineStats
+}
+
+export interface LineStats {
+  /** Latency of successful answers, ms. */
+  p50?: number
+  p95?: number
+  p99?: number
+  /** Answers that were not the expected status, plus failed requests. */
+  errors?: number
+  /** The server's peak resident memory over the scenario, MiB. */
+  peakRssMiB?: number
+  /** The server's CPU over the measured window, cores (1.0 = one core busy). */
+  serverCores?: number
 }
 
 export interface ScenarioOutput {
@@ -44,12 +59,17 @@ export interface ScenarioOptions {
   batch?: number
   /** Which readings store the ingest and readings scenarios use. */
   store?: 'sql' | 'questdb'
+  /**
+   * A deployment to load instead of a server the bench starts (`--target URL --token hrs_pat_…`). Scenarios that
+   * need a local server or store for their baseline skip themselves, saying so.
+   */
+  target?: { baseUrl: string; token: string }
 }
 
 export type Scenario = (ctx: ScenarioContext) => Promise<ScenarioOutput>
 
-export function line(scenario: string, measure: string, ours: number, baseline: number | undefined, unit: string, target?: number, kind: 'target' | 'goal' = 'target', note?: string): Line {
-  return { scenario, measure, ours, baseline, unit, ratio: baseline ? ours / baseline : undefined, target: target, kind: target === undefined ? undefined : kind, note }
+export function line(scenario: string, measure: string, ours: number, baseline: number | undefined, unit: string, target?: number, kind: 'target' | 'goal' = 'target', note?: string, stats?: LineStats): Line {
+  return { scenario, measure, ours, baseline, unit, ratio: baseline ? ours / baseline : undefined, target: target, kind: target === undefined ? undefined : kind, note, stats }
 }
 
 const fmt = (n: number | undefined, digits = 0) => n === undefined || !Number.isFinite(n) ? '-' : n >= 10_000 ? Math.round(n).toLocaleString('en-US') : n.toFixed(digits)
