@@ -13,7 +13,7 @@ export interface DeviceInfo { id: string; accountId: string; channels: Map<strin
 const TTL_MS = 60_000
 const WRITE_BACK_MS = 1000
 
-interface Sighting { lastSeen: Date; unmapped: Set<string> }
+interface Sighting { lastSeen: number; unmapped: Set<string> }
 
 export class DeviceDirectory {
   private readonly cache = new Map<string, { info: DeviceInfo; loadedAt: number }>()
@@ -49,8 +49,8 @@ export class DeviceDirectory {
   /** Notes that a device reported, and which of its channels arrived without a mapping. */
   seen(device: DeviceInfo, unmapped: Iterable<string>) {
     let sighting = this.sightings.get(device.id)
-    if (!sighting) { sighting = { lastSeen: new Date(), unmapped: new Set() }; this.sightings.set(device.id, sighting) }
-    sighting.lastSeen = new Date()
+    if (!sighting) { sighting = { lastSeen: 0, unmapped: new Set() }; this.sightings.set(device.id, sighting) }
+    sighting.lastSeen = Date.now()
     for (const channel of unmapped) if (!device.unmapped.has(channel)) { device.unmapped.add(channel); sighting.unmapped.add(channel) }
   }
 
@@ -61,7 +61,7 @@ export class DeviceDirectory {
     for (const [deviceId, sighting] of batch) {
       const unmapped = [...sighting.unmapped]
       await this.db.update(sensorDevices).set({
-        last_seen_at: sighting.lastSeen,
+        last_seen_at: new Date(sighting.lastSeen),
         ...(unmapped.length ? { unmapped_channels: sql`(select array(select distinct unnest(${sensorDevices.unmapped_channels} || ${`{${unmapped.join(',')}}`}::text[]) order by 1))` } : {}),
       }).where(and(eq(sensorDevices.id, deviceId), isNull(sensorDevices.deleted_at))).catch(() => {
         // Best effort: last_seen_at is informational, and an unmapped channel is noted again on its next reading.

@@ -64,8 +64,10 @@ export function createApp(deps: Deps) {
   const publishedDocument = (): Record<string, unknown> => (openApiDocument ??= buildOpenApiDocument(app as AnyElysia))
 
   const app = new Elysia({ normalize: false })
-    .onRequest(async ({ request, set }) => {
-      await pipeline.run(request)
+    .onRequest(({ request, set }) => {
+      // Awaited only when a check had to wait; the ingest path is admitted synchronously.
+      const admitted = pipeline.run(request)
+      if (admitted) return admitted.then(() => { Object.assign(set.headers, requestState(request).headers) })
       Object.assign(set.headers, requestState(request).headers)
     })
     .onParse(async ({ request }) => {

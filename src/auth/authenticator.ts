@@ -17,17 +17,24 @@ export interface Principal {
   readonly expiresAt: number | null
 }
 
-interface CacheEntry { principal: Principal; cachedAt: number; lastTouchedAt: number }
+interface CacheEntry { principal: Principal; tokenHash: string; cachedAt: number; lastTouchedAt: number }
 
 const INVALIDATION_CHANNEL = 'auth:invalidate'
 /** last_used_at is a hint for humans, so it is written at most once a minute per key, off the request path. */
 const TOUCH_INTERVAL_MS = 60_000
+
+/** An expired key is refused whether or not it is cached. */
+const live = (principal: Principal, now: number) => (principal.expiresAt !== null && principal.expiresAt <= now ? undefined : principal)
 
 /**
  * Verifies tokens with an in-memory cache so the hot path pays no database round trip. Revocations and
  * account changes are pushed to every process through the shared store; the TTL is only a backstop.
  */
 export class Authenticator {
+  /**
+   * Keyed by the token itself, so a hit costs one map lookup: no checksum, no SHA-256. The token is already in
+   * this process's memory for every request that carries it; the database still holds only hashes.
+   */
   private readonly cache = new Map<string, CacheEntry>()
   private readonly loading = new Map<string, Promise<Principal | undefined>>()
   /** Bumped on every invalidation, so a lookup that raced with one does not cache what it read. */
@@ -39,21 +46,19 @@ export class Authenticator {
     await this.shared.subscribe(INVALIDATION_CHANNEL, (message) => this.applyInvalidation(message))
   }
 
-  /** The principal for a token, or undefined if it is malformed, unknown, revoked or expired. */
-  async verify(token: string): Promise<Principal | undefined> {
-    if (parseToken(token) === undefined) return undefined
-    const tokenHash = hashToken(token)
+  /**
+   * The principal for a token, or undefined if it is malformed, unknown, revoked or expired. A cached token is
+   * answered synchronously (the ingest hot path awaits nothing for it); otherwise the key is read from the database.
+   */
+  verify(token: string): Principal | undefined | Promise<Principal | undefined> {
     const now = Date.now()
-    const hit = this.cache.get(tokenHash)
-    let principal: Principal | undefined
+    const hit = this.cache.get(token)
     if (hit && now - hit.cachedAt < this.ttlMs) {
-      principal = hit.principal
-      if (now - hit.lastTouchedAt > TOUCH_INTERVAL_MS) { hit.lastTouchedAt = now; this.touch(principal.keyId) }
-    } else {
-      principal = await this.load(tokenHash)
+      if (now - hit.lastTouchedAt > TOUCH_INTERVAL_MS) { hit.lastTouchedAt = now; this.touch(hit.principal.keyId) }
+      return live(hit.principal, now)
     }
-    if (principal && principal.expiresAt !== null && principal.expiresAt <= now) return undefined
-    return principal
+    if (parseToken(token) === undefined) return undefined
+    return this.load(token).then((principal) => principal && live(principal, Date.now()))
   }
 
   /** Tells every process to forget a key (revoked or deleted). */
@@ -69,26 +74,27 @@ export class Authenticator {
   private applyInvalidation(message: string) {
     this.generation++
     const [kind, value] = [message.slice(0, message.indexOf(':')), message.slice(message.indexOf(':') + 1)]
-    if (kind === 'key') this.cache.delete(value)
-    else if (kind === 'account') {
-      for (const [hash, entry] of this.cache) if (entry.principal.accountId === value) this.cache.delete(hash)
+    // Invalidations are rare, so walking the cache beats keeping a second index by hash.
+    for (const [token, entry] of this.cache) {
+      if (kind === 'key' ? entry.tokenHash === value : entry.principal.accountId === value) this.cache.delete(token)
     }
   }
 
-  private load(tokenHash: string): Promise<Principal | undefined> {
+  private load(token: string): Promise<Principal | undefined> {
     // Concurrent first requests with one key share a single database read.
-    let pending = this.loading.get(tokenHash)
+    let pending = this.loading.get(token)
     if (!pending) {
       const generation = this.generation
+      const tokenHash = hashToken(token)
       pending = this.read(tokenHash).then((principal) => {
         if (principal && generation === this.generation) {
           const now = Date.now()
-          this.cache.set(tokenHash, { principal, cachedAt: now, lastTouchedAt: now })
+          this.cache.set(token, { principal, tokenHash, cachedAt: now, lastTouchedAt: now })
           this.touch(principal.keyId)
         }
         return principal
-      }).finally(() => this.loading.delete(tokenHash))
-      this.loading.set(tokenHash, pending)
+      }).finally(() => this.loading.delete(token))
+      this.loading.set(token, pending)
     }
     return pending
   }

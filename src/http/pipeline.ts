@@ -8,8 +8,8 @@ import { ulid } from '../ids.ts'
 import { planHasAccess, rateLimitFor } from '../plans.ts'
 import { API_VERSION, type PlatformStatusSource } from '../platform.ts'
 import { ApiError } from './errors.ts'
-import type { RateLimiter } from './rate-limit.ts'
-import type { ApiRoute, RouteTable } from './route-table.ts'
+import type { Hit, RateLimiter } from './rate-limit.ts'
+import type { ApiRoute, RouteMatch, RouteTable } from './route-table.ts'
 
 export const API_PREFIX = '/api/v1'
 export const MAX_BODY_BYTES = 1024 * 1024
@@ -90,8 +90,11 @@ function deprecationHeaders(state: RequestState, route: ApiRoute) {
 }
 
 export interface Pipeline {
-  /** Runs the checks; throws ApiError to refuse, returns normally to let the request through. */
-  run(request: Request): Promise<void>
+  /**
+   * Runs the checks; throws (or rejects with) ApiError to refuse, returns normally to let the request through.
+   * Returns a promise only when a check had to wait.
+   */
+  run(request: Request): void | Promise<void>
   /**
    * For routes that take the key in the body (`/sensors/ping` by POST form or JSON): the handler passes the
    * key it found, and the checks the pipeline deferred (401, 429, 403) run now.
@@ -103,21 +106,30 @@ export interface Pipeline {
  * The state it fills is read by handlers (principal) and by every response (headers).
  */
 export function createPipeline(deps: PipelineDeps): Pipeline {
-  async function authenticate(state: RequestState, token: string | undefined) {
+  // The checks below return a promise only when they must wait (a key not yet cached, a personal key's
+  // shared-store rate limit): a device key on the ingest path is admitted without awaiting anything.
+  function authenticate(state: RequestState, token: string | undefined): void | Promise<void> {
     if (token === undefined) {
       throw new ApiError('authentication_required', 'Send a key as "Authorization: Bearer <token>" or "X-API-Key: <token>".', { headers: { 'www-authenticate': 'Bearer realm="api"' } })
     }
-    const principal = await deps.authenticator.verify(token)
+    const verified = deps.authenticator.verify(token)
+    return verified instanceof Promise ? verified.then((principal) => admit(state, principal)) : admit(state, verified)
+  }
+
+  function admit(state: RequestState, principal: Principal | undefined): void | Promise<void> {
     if (!principal) {
       throw new ApiError('invalid_token', 'The key is malformed, unknown, revoked or expired.', { headers: { 'www-authenticate': 'Bearer realm="api", error="invalid_token"' } })
     }
     state.principal = principal
+    const windowMs = deps.config.rateLimitWindowSeconds * 1000
+    // Device keys feed the ingest hot path, so they are counted locally (see rate-limit.ts).
+    if (principal.kind === 'device') return limit(state, principal, deps.rateLimiter.local(principal.keyId, windowMs))
+    return deps.rateLimiter.exact(principal.keyId, windowMs).then((hit) => limit(state, principal, hit))
+  }
+
+  function limit(state: RequestState, principal: Principal, { count, resetMs }: Hit) {
     const limit = rateLimitFor(deps.config, principal.plan, principal.kind)
     const windowSeconds = deps.config.rateLimitWindowSeconds
-    // Device keys feed the ingest hot path, so they are counted locally (see rate-limit.ts).
-    const { count, resetMs } = principal.kind === 'device'
-      ? deps.rateLimiter.local(principal.keyId, windowSeconds * 1000)
-      : await deps.rateLimiter.exact(principal.keyId, windowSeconds * 1000)
     const resetSeconds = Math.max(1, Math.ceil(resetMs / 1000))
     const rl: RateLimitState = { limit, remaining: Math.max(0, limit - count), windowSeconds, resetSeconds, resetAt: Math.ceil((Date.now() + resetMs) / 1000) }
     state.rateLimit = rl
@@ -149,8 +161,38 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
     }
   }
 
+  /** Everything after authentication: 404/405, 403, 413/415. */
+  function route(request: Request, state: RequestState, method: string, path: string, match: RouteMatch) {
+    if (match.kind === 'none') {
+      // A write to a path v1 does not serve is a write v1 does not include (CONTRACT §5): 405, no methods allowed.
+      if (method === 'GET' || method === 'HEAD') throw new ApiError('not_found', `No route ${method} ${path}.`)
+      throw new ApiError('method_not_allowed', `${method} is not part of API v1 on ${path}.`, { headers: { allow: '' } })
+    }
+    if (match.kind === 'method') {
+      throw new ApiError('method_not_allowed', `${method} is not allowed on ${path}; allowed: ${match.allow}.`, { headers: { allow: match.allow } })
+    }
+    const route = match.route
+    state.route = route
+    deprecationHeaders(state, route)
+    if (state.principal) authorize(state.principal, route)
+
+    if (method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE') {
+      const length = request.headers.get('content-length')
+      if (length !== null && Number(length) > MAX_BODY_BYTES) {
+        throw new ApiError('payload_too_large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`)
+      }
+      const hasBody = (length !== null && length !== '0') || request.headers.has('transfer-encoding')
+      if (hasBody) {
+        const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
+        if (!route.policy.accepts.includes(type)) {
+          throw new ApiError('unsupported_media_type', `Send the body as ${route.policy.accepts.join(' or ')}.`, { headers: { accept: route.policy.accepts.join(', ') } })
+        }
+      }
+    }
+  }
+
   return {
-    async run(request) {
+    run(request) {
       const state = requestState(request)
       const incomingId = request.headers.get('x-request-id')
       if (incomingId !== null && REQUEST_ID_SHAPE.test(incomingId)) {
@@ -169,35 +211,12 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
         const token = tokenOf(request) ?? (keyParam ? queryParam(request.url, keyParam) : undefined)
         // The key may still be in a form or JSON body the pipeline does not read; the handler admits it.
         if (token === undefined && keyParam && method === 'POST') state.deferredAuth = true
-        else await authenticate(state, token)
-      }
-
-      if (match.kind === 'none') {
-        // A write to a path v1 does not serve is a write v1 does not include (CONTRACT §5): 405, no methods allowed.
-        if (method === 'GET' || method === 'HEAD') throw new ApiError('not_found', `No route ${method} ${path}.`)
-        throw new ApiError('method_not_allowed', `${method} is not part of API v1 on ${path}.`, { headers: { allow: '' } })
-      }
-      if (match.kind === 'method') {
-        throw new ApiError('method_not_allowed', `${method} is not allowed on ${path}; allowed: ${match.allow}.`, { headers: { allow: match.allow } })
-      }
-      const route = match.route
-      state.route = route
-      deprecationHeaders(state, route)
-      if (state.principal) authorize(state.principal, route)
-
-      if (method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE') {
-        const length = request.headers.get('content-length')
-        if (length !== null && Number(length) > MAX_BODY_BYTES) {
-          throw new ApiError('payload_too_large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`)
-        }
-        const hasBody = (length !== null && length !== '0') || request.headers.has('transfer-encoding')
-        if (hasBody) {
-          const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
-          if (!route.policy.accepts.includes(type)) {
-            throw new ApiError('unsupported_media_type', `Send the body as ${route.policy.accepts.join(' or ')}.`, { headers: { accept: route.policy.accepts.join(', ') } })
-          }
+        else {
+          const admitted = authenticate(state, token)
+          if (admitted) return admitted.then(() => route(request, state, method, path, match))
         }
       }
+      route(request, state, method, path, match)
     },
 
     async admitDeferred(request, token) {
@@ -210,11 +229,24 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
   }
 }
 
-/** A query parameter's value, without building a URL object on the hot path when the name is absent. */
+/**
+ * The first value of a query parameter, as URLSearchParams would give it, found by scanning the URL: the ping
+ * path reads its key on every request, and building a URLSearchParams for it cost more than the rest of the check.
+ */
 function queryParam(url: string, name: string): string | undefined {
-  const q = url.indexOf('?')
-  if (q === -1 || !url.includes(`${name}=`, q)) return undefined
-  return new URLSearchParams(url.slice(q + 1)).get(name) ?? undefined
+  let start = url.indexOf('?') + 1
+  if (start === 0) return undefined
+  const prefix = `${name}=`
+  while (start < url.length) {
+    const ampersand = url.indexOf('&', start)
+    const end = ampersand === -1 ? url.length : ampersand
+    if (url.startsWith(prefix, start)) {
+      const raw = url.slice(start + prefix.length, end)
+      return raw.includes('%') || raw.includes('+') ? new URLSearchParams(`${prefix}${raw}`).get(name)! : raw
+    }
+    start = end + 1
+  }
+  return undefined
 }
 
 /**
