@@ -54,17 +54,27 @@ export class DeviceDirectory {
     for (const channel of unmapped) if (!device.unmapped.has(channel)) { device.unmapped.add(channel); sighting.unmapped.add(channel) }
   }
 
-  /** Writes what ingest learned: one update per device per second at most. */
+  /**
+   * Writes what ingest learned, once a second: every device's last sighting in one statement (a facility may
+   * hold thousands of devices), and the rare newly unmapped channels device by device.
+   */
   async writeBack(): Promise<void> {
+    if (!this.sightings.size) return
     const batch = [...this.sightings]
     this.sightings.clear()
+    const ids = batch.map(([deviceId]) => deviceId)
+    const seenAt = batch.map(([, sighting]) => new Date(sighting.lastSeen).toISOString())
+    await this.db.execute(sql`update ${sensorDevices} set last_seen_at = sighting.seen_at
+      from unnest(${`{${ids.join(',')}}`}::text[], ${`{${seenAt.join(',')}}`}::timestamptz[]) as sighting(id, seen_at)
+      where ${sensorDevices.id} = sighting.id and ${sensorDevices.deleted_at} is null`)
+      .catch(() => { /* best effort: last_seen_at is informational, and the next sighting writes it again */ })
     for (const [deviceId, sighting] of batch) {
+      if (!sighting.unmapped.size) continue
       const unmapped = [...sighting.unmapped]
       await this.db.update(sensorDevices).set({
-        last_seen_at: new Date(sighting.lastSeen),
-        ...(unmapped.length ? { unmapped_channels: sql`(select array(select distinct unnest(${sensorDevices.unmapped_channels} || ${`{${unmapped.join(',')}}`}::text[]) order by 1))` } : {}),
+        unmapped_channels: sql`(select array(select distinct unnest(${sensorDevices.unmapped_channels} || ${`{${unmapped.join(',')}}`}::text[]) order by 1))`,
       }).where(and(eq(sensorDevices.id, deviceId), isNull(sensorDevices.deleted_at))).catch(() => {
-        // Best effort: last_seen_at is informational, and an unmapped channel is noted again on its next reading.
+        // Noted again on the channel's next reading.
         for (const channel of unmapped) this.cache.get(deviceId)?.info.unmapped.delete(channel)
       })
     }

@@ -45,7 +45,7 @@ describe('device key rate limit', () => {
   test('a shared store that cannot be reached keeps counting locally, and catches up when it returns', async () => {
     const shared = memoryStore()
     let down = true
-    const flaky = { ...shared, add: (k: string, n: number, ttl: number) => (down ? Promise.reject(new Error('down')) : shared.add(k, n, ttl)) }
+    const flaky: typeof shared = { ...shared, addAll: (counts, ttl) => (down ? Promise.reject(new Error('down')) : shared.addAll(counts, ttl)) }
     const a = new RateLimiter(flaky)
     const b = new RateLimiter(shared)
     for (let i = 0; i < 4; i++) a.local('k', 60_000)

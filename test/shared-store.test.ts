@@ -36,3 +36,13 @@ describe(`shared store pub/sub (${REAL_REDIS_URL ? 'redis' : 'memory'})`, () => 
     await waitFor(async () => seen.includes('revoke:2'), 2_000)
   })
 })
+
+describe(`shared store counters (${REAL_REDIS_URL ? 'redis' : 'memory'})`, () => {
+  test('addAll adds many counters in one call and returns each total; another connection adds to the same totals', async () => {
+    const first = await open()
+    expect(await first.addAll([{ key: 'a', amount: 3 }, { key: 'b', amount: 1 }], 60_000)).toEqual([3, 1])
+    const second = REAL_REDIS_URL ? await open() : first
+    expect(await second.addAll([{ key: 'b', amount: 4 }, { key: 'c', amount: 2 }, { key: 'a', amount: 1 }], 60_000)).toEqual([5, 2, 4])
+    expect(await second.addAll([], 60_000)).toEqual([])
+  })
+})

@@ -33,20 +33,27 @@ export class RateLimiter {
     return { count: w.global + w.unsynced, resetMs: start + windowMs - now }
   }
 
-  /** Pushes local counts to the shared store and learns what every process has admitted in total. */
+  /**
+   * Pushes local counts to the shared store and learns what every process has admitted in total, for every
+   * key in one round trip (a facility may hold thousands of devices, each a key).
+   */
   async reconcile(windowMs: number): Promise<void> {
     const now = Date.now()
+    const sending: { key: string; amount: number; window: LocalWindow }[] = []
     for (const [key, w] of this.windows) {
       if (w.start + windowMs <= now) { this.windows.delete(key); continue }
       if (w.unsynced === 0) continue
-      const sending = w.unsynced
-      w.unsynced -= sending
-      try {
-        w.global = await this.shared.add(`rlw:${key}:${w.start}`, sending, windowMs)
-      } catch {
-        // The shared store is unreachable: keep counting locally and try again next time.
-        w.unsynced += sending
-      }
+      sending.push({ key: `rlw:${key}:${w.start}`, amount: w.unsynced, window: w })
+      w.unsynced = 0
+    }
+    if (!sending.length) return
+    try {
+      const totals = await this.shared.addAll(sending, windowMs)
+      sending.forEach(({ window }, i) => { window.global = totals[i]! })
+    } catch {
+      // The shared store is unreachable: keep counting locally and try again next time. (Should only part of
+      // the round trip have landed, those counts are sent twice: the limit errs on the strict side.)
+      for (const { amount, window } of sending) window.unsynced += amount
     }
   }
 

@@ -6,8 +6,11 @@ export interface SharedStore {
    * Returns the count so far and the milliseconds until the window resets.
    */
   hit(key: string, windowMs: number): Promise<{ count: number; resetMs: number }>
-  /** Adds `amount` to a counter that expires `ttlMs` after it is created; returns the new total. */
-  add(key: string, amount: number, ttlMs: number): Promise<number>
+  /**
+   * Adds each amount to its counter (a counter expires `ttlMs` after it is created) in one round trip, and
+   * returns the new totals in the same order.
+   */
+  addAll(counts: readonly { key: string; amount: number }[], ttlMs: number): Promise<number[]>
   /** Takes a lock that expires after `ttlMs` unless released; returns its token, or null if someone holds it. */
   acquire(key: string, ttlMs: number): Promise<string | null>
   /** Releases a lock, but only if `token` still holds it (an expired lock may have passed to someone else). */

@@ -32,12 +32,14 @@ export function memoryStore(): MemoryStore {
       w.count++
       return { count: w.count, resetMs: w.resetAt - now }
     },
-    async add(key, amount, ttlMs) {
+    async addAll(counts, ttlMs) {
       const now = Date.now()
-      let w = windows.get(key)
-      if (!w || w.resetAt <= now) { w = { count: 0, resetAt: now + ttlMs }; windows.set(key, w) }
-      w.count += amount
-      return w.count
+      return counts.map(({ key, amount }) => {
+        let w = windows.get(key)
+        if (!w || w.resetAt <= now) { w = { count: 0, resetAt: now + ttlMs }; windows.set(key, w) }
+        w.count += amount
+        return w.count
+      })
     },
     async acquire(key, ttlMs) {
       if (live(key)) return null

@@ -27,6 +27,8 @@ export async function redisStore(url: string, prefix: string): Promise<SharedSto
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true })
   // Pub/sub needs a connection of its own: a subscribed connection can issue no other commands.
   const subscriber = new Redis(url, { lazyConnect: true })
+  // Sent by hash (EVALSHA) once Redis knows it: reconciliation adds thousands of counters at a time.
+  client.defineCommand('addCounter', { numberOfKeys: 1, lua: ADD_SCRIPT })
   await client.connect()
   const handlers = new Map<string, Set<(message: string) => void>>()
   let subscriberReady: Promise<void> | undefined
@@ -42,8 +44,15 @@ export async function redisStore(url: string, prefix: string): Promise<SharedSto
       const [count, ttl] = (await client.eval(HIT_SCRIPT, 1, prefix + key, windowMs)) as [number, number]
       return { count, resetMs: ttl }
     },
-    async add(key, amount, ttlMs) {
-      return (await client.eval(ADD_SCRIPT, 1, prefix + key, amount, ttlMs)) as number
+    async addAll(counts, ttlMs) {
+      if (!counts.length) return []
+      const pipeline = client.pipeline() as ReturnType<typeof client.pipeline> & { addCounter(key: string, amount: number, ttlMs: number): unknown }
+      for (const { key, amount } of counts) pipeline.addCounter(prefix + key, amount, ttlMs)
+      const results = (await pipeline.exec()) ?? []
+      return results.map(([error, total]) => {
+        if (error) throw error
+        return total as number
+      })
     },
     async acquire(key, ttlMs) {
       const token = randomUUID()
