@@ -1,82 +1,94 @@
-// `bun run bench [scenario…]`: runs the bench scenarios (all by default, in order), prints one line per measure
-// with ours, the baseline measured in the same run, the ratio and the target, and writes the results to
-// bench/results/<date>.json and bench/results/latest.json. Informational: it exits 0 whether targets are met
-// or not (only a scenario that could not run at all makes it exit 1).
+// `bun run bench [scenario…] [--duration S] [--warmup S] [--concurrency N] [--batch N] [--store sql|questdb]
+// [--generators N] [--target URL --token TOKEN]`: runs the bench scenarios (all by default, in order), prints one
+// line per measure with ours, the baseline measured in the same run, the ratio and the target, and writes
+// bench/results/<date>-<commit>.{json,md,svg} and latest.{json,md}. Informational: it exits 0 whether targets
+// are met or not; 1 when a scenario could not run at all; 2 for a mistake on the command line.
 //
-// Environment: BENCH_SECONDS (measured window per load run, default 5), BENCH_WARMUP_SECONDS (default 2),
-// BENCH_GENERATORS (load generator processes per run, default 1). See bench/README.md.
-import { mkdirSync, writeFileSync } from 'node:fs'
+// BENCH_SECONDS, BENCH_WARMUP_SECONDS and BENCH_GENERATORS still work (CI sets them); the flags win over them.
+// See bench/README.md.
+import { mkdirSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
+import { commandLine, parseBenchArgs, usage, UsageError, type BenchArgs } from './lib/args.ts'
 import { loadAverage, ROOT } from './lib/processes.ts'
-import { table, verdict, type Line, type ScenarioContext, type ScenarioOutput } from './lib/report.ts'
+import { progress } from './lib/progress.ts'
+import { type BenchReport, gitRevision, withVerdicts, writeResults } from './lib/results.ts'
+import { table, type Line, type ScenarioContext, type ScenarioOutput } from './lib/report.ts'
 import { SCENARIOS } from './scenarios/index.ts'
 
-const positive = (name: string, fallback: number) => {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  const n = Number(raw)
-  if (!(n > 0)) throw new Error(`${name} must be a positive number, got "${raw}"`)
-  return n
-}
-
-const requested = process.argv.slice(2)
-const unknown = requested.filter((name) => !(name in SCENARIOS))
-if (unknown.length) {
-  console.error(`unknown scenario ${unknown.join(', ')}; known: ${Object.keys(SCENARIOS).join(', ')}`)
+const argv = process.argv.slice(2)
+const known = Object.keys(SCENARIOS)
+let args: BenchArgs
+try {
+  args = parseBenchArgs(argv, process.env, known)
+} catch (error) {
+  if (!(error instanceof UsageError)) throw error
+  console.error(`bench: ${error.message}\n\n${usage(known)}`)
   process.exit(2)
 }
-const names = requested.length ? requested : Object.keys(SCENARIOS)
-
-const started = Date.now()
-const log = (message: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${message}`)
-const ctx: ScenarioContext = {
-  seconds: positive('BENCH_SECONDS', 5),
-  warmupSeconds: positive('BENCH_WARMUP_SECONDS', 2),
-  generators: positive('BENCH_GENERATORS', 1),
-  log,
-  earlier: new Map<string, ScenarioOutput>(),
-  options: {},
+if (args.help) {
+  console.log(usage(known))
+  process.exit(0)
 }
 
-const command = `${['BENCH_SECONDS', 'BENCH_WARMUP_SECONDS', 'BENCH_GENERATORS'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]} `).join('')}bun run bench${requested.length ? ` ${requested.join(' ')}` : ''}`
-log(`${command}  (bun ${Bun.version}, ${cpus().length} cores, load average ${loadAverage()} before start)`)
+const names = args.scenarios.length ? args.scenarios : known
+const started = Date.now()
+const command = commandLine(argv, process.env)
+const loadBefore = loadAverage()
+const say = progress(names.length, started)
+const ctx: ScenarioContext = {
+  seconds: args.seconds,
+  warmupSeconds: args.warmupSeconds,
+  generators: args.generators,
+  log: (message) => say.status(message),
+  earlier: new Map<string, ScenarioOutput>(),
+  options: args.options,
+}
+
+say.print(`${command}  (bun ${Bun.version}, ${cpus().length} cores, load average ${loadBefore} before start)`)
+if (args.options.target) say.print(`against ${args.options.target.baseUrl}: scenarios whose baseline needs a local server skip themselves`)
 
 const lines: Line[] = []
 const outputs: Record<string, ScenarioOutput | { error: string }> = {}
 let failed = false
-for (const name of names) {
-  log(`scenario ${name}`)
-  const loadBefore = loadAverage()
+for (const [i, name] of names.entries()) {
+  say.scenario(i + 1, name)
+  const scenarioStarted = Date.now()
+  const loadAtStart = loadAverage()
   try {
     const output = await SCENARIOS[name]!(ctx)
     ctx.earlier.set(name, output)
     outputs[name] = output
-    if (output.skipped) log(`${name} skipped: ${output.skipped}`)
     lines.push(...output.lines)
-    output.details.loadAverageBefore = loadBefore
+    output.details.loadAverageBefore = loadAtStart
+    const took = `${((Date.now() - scenarioStarted) / 1000).toFixed(0)} s`
+    say.print(output.skipped ? `${name} skipped: ${output.skipped}` : `${name} done in ${took} (${output.lines.length} line${output.lines.length === 1 ? '' : 's'})`)
   } catch (error) {
     failed = true
     outputs[name] = { error: String((error as Error)?.stack ?? error) }
-    log(`${name} FAILED: ${String((error as Error)?.stack ?? error)}`)
+    say.print(`${name} FAILED: ${String((error as Error)?.stack ?? error)}`)
   }
 }
+say.stop()
 
-console.log(`\n${table(lines)}\n`)
-for (const [name, output] of Object.entries(outputs)) if ('skipped' in output && output.skipped) console.log(`${name}: skipped (${output.skipped})`)
-const seconds = ((Date.now() - started) / 1000).toFixed(0)
-console.log(`command: ${command}   (took ${seconds} s; load average now ${loadAverage()}; targets are informational)`)
+console.log(`\n${lines.length ? table(lines) : 'no lines: every scenario was skipped or failed'}\n`)
+for (const [name, output] of Object.entries(outputs)) if ('skipped' in output && output.skipped) console.log(`${name} skipped: ${output.skipped}`)
+const seconds = Math.round((Date.now() - started) / 1000)
+const loadAfter = loadAverage()
+console.log(`command: ${command}   (took ${seconds} s; load average now ${loadAfter}; targets are informational)`)
 
-const report = {
-  command, startedAt: new Date(started).toISOString(), seconds: Number(seconds), bun: Bun.version, cores: cpus().length,
+const { target, ...localOptions } = args.options
+const report: BenchReport = {
+  command, startedAt: new Date(started).toISOString(), seconds, commit: gitRevision(ROOT),
+  bun: Bun.version, cores: cpus().length, cpu: cpus()[0]?.model, loadAverage: { before: loadBefore, after: loadAfter },
   settings: { seconds: ctx.seconds, warmupSeconds: ctx.warmupSeconds, generators: ctx.generators },
-  lines: lines.map((l) => ({ ...l, result: verdict(l) })),
+  // The token stays out of files that may be committed.
+  options: { ...localOptions, target: target?.baseUrl },
+  lines: withVerdicts(lines),
   scenarios: outputs,
 }
 const dir = join(ROOT, 'bench', 'results')
 mkdirSync(dir, { recursive: true })
-const stamp = new Date(started).toISOString().replace(/[:]/g, '-').replace(/\..*$/, '')
-writeFileSync(join(dir, `${stamp}.json`), JSON.stringify(report, null, 2) + '\n')
-writeFileSync(join(dir, 'latest.json'), JSON.stringify(report, null, 2) + '\n')
-console.log(`results: bench/results/${stamp}.json (and bench/results/latest.json)`)
+const base = writeResults(dir, report)
+console.log(`results: bench/results/${base}.{json,md,svg} (and bench/results/latest.json, latest.md)`)
 process.exit(failed ? 1 : 0)

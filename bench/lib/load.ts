@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
-import type { GeneratorConfig, GeneratorResult } from '../load/generator.ts'
+import type { GeneratorConfig, GeneratorResult, PlanResult } from '../load/generator.ts'
 import { BUN, ROOT, cpuMs, machineTicks } from './processes.ts'
 import type { LineStats } from './report.ts'
 
@@ -99,6 +99,7 @@ export async function runLoad(base: Omit<GeneratorConfig, 'laneOffset' | 'totalL
     const worst = (k: 'p50' | 'p90' | 'p95' | 'p99' | 'max') => Math.max(...results.map((r) => r.latency[k]))
     merged.latency = { p50: worst('p50'), p90: worst('p90'), p95: worst('p95'), p99: worst('p99'), max: worst('max'), count: results.reduce((n, r) => n + r.latency.count, 0) }
   }
+  if (results[0]!.plan) merged.plan = mergePlans(results.map((r) => r.plan!))
   const ws = windowStart, we = windowEnd
   const watched = Object.fromEntries(Object.keys(watch).map((name) => [name, (we.watched[name]! - ws.watched[name]!) / 1000 / seconds]))
   const machine = (we.machine.busy - ws.machine.busy) / (we.machine.total - ws.machine.total)
@@ -113,6 +114,31 @@ export async function runLoad(base: Omit<GeneratorConfig, 'laneOffset' | 'totalL
   }
 }
 
+/** Plan figures of several generator processes: counts added, percentiles the worst process's (as above). */
+function mergePlans(plans: PlanResult[]): PlanResult {
+  if (plans.length === 1) return plans[0]!
+  const out: PlanResult = { steps: {}, totalErrors: 0, walks: {}, idempotency: { acknowledged: 0, replays: 0 } }
+  for (const plan of plans) {
+    out.totalErrors += plan.totalErrors
+    out.idempotency.acknowledged += plan.idempotency.acknowledged
+    out.idempotency.replays += plan.idempotency.replays
+    for (const [name, step] of Object.entries(plan.steps)) {
+      const into = out.steps[name] ??= { statuses: {}, answered: 0, tolerated: 0, errors: 0, latency: { ...step.latency, count: 0 } }
+      for (const [status, n] of Object.entries(step.statuses)) into.statuses[status] = (into.statuses[status] ?? 0) + n
+      into.answered += step.answered; into.tolerated += step.tolerated; into.errors += step.errors
+      for (const k of ['p50', 'p90', 'p95', 'p99', 'max'] as const) into.latency[k] = Math.max(into.latency[k], step.latency[k])
+      into.latency.count += step.latency.count
+    }
+    for (const [name, walk] of Object.entries(plan.walks)) {
+      const into = out.walks[name] ??= { completed: 0, itemsMin: Infinity, itemsMax: 0, pagesMax: 0 }
+      if (walk.completed) into.itemsMin = Math.min(into.itemsMin, walk.itemsMin)
+      into.completed += walk.completed; into.itemsMax = Math.max(into.itemsMax, walk.itemsMax); into.pagesMax = Math.max(into.pagesMax, walk.pagesMax)
+    }
+  }
+  for (const walk of Object.values(out.walks)) if (!walk.completed) walk.itemsMin = 0
+  return out
+}
+
 /**
  * The figures a report line shows for a load run: latency percentiles, errors (answers other than `okStatus`),
  * and the server's CPU (needs a `server` watch) and peak RSS when known.
@@ -120,4 +146,16 @@ export async function runLoad(base: Omit<GeneratorConfig, 'laneOffset' | 'totalL
 export function statsOf(load: LoadResult, okStatus: number, peakRssMiB?: number): LineStats {
   const errors = Object.entries(load.statuses).filter(([status]) => status !== String(okStatus)).reduce((n, [, count]) => n + count, 0)
   return { p50: load.latency.p50, p95: load.latency.p95, p99: load.latency.p99, errors, peakRssMiB, serverCores: load.watched.server }
+}
+
+/**
+ * statsOf for a plan run: errors as the plan judged them (a tolerated 412 is not one), latency of the whole mix
+ * or, given `step`, of that step alone.
+ */
+export function planStatsOf(load: LoadResult, peakRssMiB?: number, step?: string): LineStats {
+  if (!load.plan) throw new Error('planStatsOf needs a plan run')
+  const s = step === undefined ? undefined : load.plan.steps[step]
+  const latency = s ? s.latency : load.latency
+  const errors = s ? s.errors : Object.values(load.plan.steps).reduce((n, x) => n + x.errors, 0)
+  return { p50: latency.p50, p95: latency.p95, p99: latency.p99, errors, peakRssMiB, serverCores: load.watched.server }
 }

@@ -1,4 +1,9 @@
-// The bench's side door into QuestDB: its HTTP /exec endpoint for DDL, counts and table statistics.
+// The bench's side door into QuestDB: its HTTP /exec endpoint for DDL, counts and table statistics; and what
+// the QuestDB store baselines (baselines/questdb-sender.ts, baselines/questdb-raw-ilp.ts) need around them.
+import { join } from 'node:path'
+import { pidsNamed } from './load.ts'
+import { ROOT } from './processes.ts'
+
 export const QUESTDB_HTTP = process.env.BENCH_QUESTDB_HTTP || 'http://127.0.0.1:9000'
 export const QUESTDB_ILP = process.env.BENCH_QUESTDB_ILP || 'http::addr=127.0.0.1:9000'
 export const QUESTDB_PG_URL = process.env.BENCH_QUESTDB_PG_URL || 'postgres://admin:quest@127.0.0.1:8812/qdb'
@@ -49,3 +54,35 @@ export async function waitForCount(table: string, expected: number, timeoutMs = 
   }
   return { count: n, waitedMs: Date.now() - started }
 }
+
+export const SENDER = join(ROOT, 'bench', 'baselines', 'questdb-sender.ts')
+export const RAW_ILP = join(ROOT, 'bench', 'baselines', 'questdb-raw-ilp.ts')
+const suffix = () => `${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`
+
+/** A table name of its own for one run (the bench drops it at the end). */
+export const freshTableName = (label: string) => `bench_${label}_${suffix()}`
+
+export interface RawResult { rows: number; ms: number; rowsPerSecond: number; cpu: number; machineCores: number; watchedCores: Record<string, number> }
+export interface SenderResult extends RawResult { runtime: string; buildMs: number; flushMs: number; flushes: number; slowestFlushMs: number }
+
+/** "QuestDB x cores, others y" over a baseline's timed window. */
+export const machineNote = (r: RawResult) => {
+  const questdb = r.watchedCores.questdb ?? 0
+  return `QuestDB ${questdb.toFixed(2)} cores, others ${Math.max(0, r.machineCores - r.cpu - questdb).toFixed(2)}`
+}
+
+/** Runs a baseline script against a fresh table of its own and waits until QuestDB shows every row. */
+export async function intoFreshTable<T extends { rows: number }>(label: string, run: (table: string) => Promise<T>): Promise<T & { table: string; visible: number; visibleAfterMs: number }> {
+  const table = freshTableName(label)
+  await createReadingsTable(table)
+  try {
+    const result = await run(table)
+    const { count, waitedMs } = await waitForCount(table, result.rows)
+    return { ...result, table, visible: count, visibleAfterMs: waitedMs }
+  } finally {
+    await dropTable(table)
+  }
+}
+
+/** QuestDB's JVM (the only java process on a bench machine; its CPU is the store's). */
+export const questdbJava = () => pidsNamed('java')

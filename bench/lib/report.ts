@@ -72,24 +72,62 @@ export function line(scenario: string, measure: string, ours: number, baseline: 
   return { scenario, measure, ours, baseline, unit, ratio: baseline ? ours / baseline : undefined, target: target, kind: target === undefined ? undefined : kind, note, stats }
 }
 
-const fmt = (n: number | undefined, digits = 0) => n === undefined || !Number.isFinite(n) ? '-' : n >= 10_000 ? Math.round(n).toLocaleString('en-US') : n.toFixed(digits)
+/** A scenario's answer to `--target` when its baseline has to run on this machine beside a server it starts. */
+export const needsLocalServer = (): ScenarioOutput => ({ lines: [], details: {}, skipped: 'needs a local server (its baseline runs here)' })
+
+/** Big numbers with thousands separators, small ones with `digits` decimals; `absent` for none. */
+export const fmt = (n: number | undefined, digits = 0, absent = '-') => n === undefined || !Number.isFinite(n) ? absent : n >= 10_000 ? Math.round(n).toLocaleString('en-US') : n.toFixed(digits)
+
+/** One decimal below 100 (latencies of a few ms, ratios of counts), none above. */
+const auto = (n: number | undefined, absent: string) => fmt(n, (n ?? 0) < 100 ? 1 : 0, absent)
 
 export function verdict(l: Line): string {
   if (l.target === undefined || l.ratio === undefined) return 'info'
   return l.ratio >= l.target ? 'pass' : 'miss'
 }
 
+/** A line's figures as table cells, the same in the console, the Markdown report and bench:compare. */
+export function cellsOf(l: Line, absent = '-') {
+  const s = l.stats ?? {}
+  return {
+    scenario: l.scenario, measure: l.measure, ours: auto(l.ours, absent), baseline: auto(l.baseline, absent), unit: l.unit,
+    ratio: l.ratio === undefined ? absent : l.ratio.toFixed(2),
+    target: l.target === undefined ? absent : `≥ ${l.target}${l.kind === 'goal' ? ' (goal)' : ''}`,
+    result: verdict(l),
+    p50: auto(s.p50, absent), p95: auto(s.p95, absent), p99: auto(s.p99, absent),
+    errors: s.errors === undefined ? absent : String(s.errors),
+    peakRssMiB: fmt(s.peakRssMiB, 0, absent), serverCores: fmt(s.serverCores, 2, absent),
+  }
+}
+
+/** Plain-text columns: the header, a rule under it, `right` columns right-aligned (numbers). */
+export function textTable(rows: string[][], right: number[]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
+  const out = rows.map((r) => r.map((cell, c) => (right.includes(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd())
+  out.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '))
+  return out.join('\n')
+}
+
+/**
+ * The console report: one row per measure, then, for the lines with a load run behind them, its latency,
+ * errors, memory and CPU in a second table (one wide table would not fit a terminal), then the notes.
+ */
 export function table(lines: Line[]): string {
   const rows = [['scenario', 'measure', 'ours', 'baseline', 'unit', 'ratio', 'target', 'result']]
   for (const l of lines) {
-    rows.push([
-      l.scenario, l.measure, fmt(l.ours, l.ours < 100 ? 1 : 0), fmt(l.baseline, (l.baseline ?? 0) < 100 ? 1 : 0), l.unit,
-      l.ratio === undefined ? '-' : l.ratio.toFixed(2), l.target === undefined ? '-' : `≥ ${l.target}${l.kind === 'goal' ? ' (goal)' : ''}`, verdict(l),
-    ])
+    const c = cellsOf(l)
+    rows.push([c.scenario, c.measure, c.ours, c.baseline, c.unit, c.ratio, c.target, c.result])
   }
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
-  const out = rows.map((r) => r.map((cell, c) => (c >= 2 && c <= 3 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd())
-  out.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '))
+  let out = textTable(rows, [2, 3, 5])
+  const withStats = lines.filter((l) => l.stats)
+  if (withStats.length) {
+    const statRows = [['scenario', 'measure', 'p50 ms', 'p95 ms', 'p99 ms', 'errors', 'peak RSS MiB', 'server cores']]
+    for (const l of withStats) {
+      const c = cellsOf(l)
+      statRows.push([c.scenario, c.measure, c.p50, c.p95, c.p99, c.errors, c.peakRssMiB, c.serverCores])
+    }
+    out += `\n\nthe load behind the lines:\n${textTable(statRows, [2, 3, 4, 5, 6, 7])}`
+  }
   const notes = lines.filter((l) => l.note).map((l) => `  ${l.scenario} / ${l.measure}: ${l.note}`)
-  return out.join('\n') + (notes.length ? `\n\nnotes:\n${notes.join('\n')}` : '')
+  return out + (notes.length ? `\n\nnotes:\n${notes.join('\n')}` : '')
 }

@@ -36,7 +36,7 @@ export function serverEnv(database: FreshDatabase, extra: Record<string, string>
   }
 }
 
-async function cli(args: string[], env: Record<string, string>): Promise<string> {
+export async function cli(args: string[], env: Record<string, string>): Promise<string> {
   const proc = Bun.spawn([BUN, 'src/cli.ts', ...args], { cwd: `${import.meta.dir}/../..`, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdout: 'pipe', stderr: 'pipe' })
   const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000)
   const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
@@ -58,18 +58,29 @@ export async function accountAndToken(env: Record<string, string>): Promise<{ ac
 
 export const METRICS = ['temperature', 'humidity', 'illuminance', 'pressure', 'surface_temperature', 'water_temperature', 'uv_index', 'power']
 
-/** `count` devices with channels c0…c<channels-1>, each mapped to a metric; returns their ids and keys. */
-export async function createDevices(baseUrl: string, token: string, count: number, channels: number): Promise<{ id: string; key: string }[]> {
-  const devices: { id: string; key: string }[] = []
-  for (let i = 0; i < count; i++) {
+/** Runs `task(0)` … `task(count - 1)`, at most `parallel` at a time (set-up through the API, bounded). */
+export async function inParallel(count: number, parallel: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0
+  await Promise.all(Array.from({ length: Math.min(parallel, count) }, async () => {
+    while (next < count) await task(next++)
+  }))
+}
+
+/**
+ * `count` devices with channels c0…c<channels-1>, each mapped to a metric; returns their ids and keys, in order.
+ * `parallel` creations at a time (a thousand devices one by one take a while).
+ */
+export async function createDevices(baseUrl: string, token: string, count: number, channels: number, parallel = 1): Promise<{ id: string; key: string }[]> {
+  const devices = new Array<{ id: string; key: string }>(count)
+  await inParallel(count, parallel, async (i) => {
     const res = await fetch(`${baseUrl}/api/v1/sensors/devices`, {
       method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: `bench device ${i}`, channels: Array.from({ length: channels }, (_, c) => ({ key: `c${c}`, metric: METRICS[c % METRICS.length] })) }),
     })
     if (res.status !== 201) throw new Error(`creating a device answered ${res.status}: ${await res.text()}`)
     const body = (await res.json()) as { id: string; key: string }
-    devices.push({ id: body.id, key: body.key })
-  }
+    devices[i] = { id: body.id, key: body.key }
+  })
   return devices
 }
 

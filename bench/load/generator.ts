@@ -4,6 +4,11 @@
 // scheduled at a fixed rate whatever the answers do, and latency counts from the scheduled time, so a stall
 // is not hidden by coordinated omission).
 //
+// A `plan` (closed loop only) replaces the one fixed request with named steps: a weighted mix, list walks that
+// follow `next_cursor`, a fresh Idempotency-Key per request with some replays, If-Match from a lane's earlier
+// answer; each step gets its own statuses and latency. Answers are read as text and scanned, never parsed as
+// JSON, so the generator stays cheap beside the server on a small machine.
+//
 // It prints `mark start` and `mark end` on stdout when the measured window opens and closes (the parent samples
 // the server's CPU then), and one `result {json}` line at the end.
 
@@ -35,12 +40,63 @@ export interface GeneratorConfig {
   body: BodySpec
   /** Keys, one per lane in the whole run or fewer (lanes share them round-robin); empty for no auth. */
   keys: string[]
+  /**
+   * Each request takes the next key in turn, whatever its lane: a few connections speak for many devices (more
+   * keys than lanes). Only for requests without readings timestamps (GETs, fixed bodies): lanes no longer own keys.
+   */
+  rotateKeys?: boolean
   /** How the key travels: an Authorization header, or `?key=` for /sensors/ping. */
   auth: 'header' | 'query' | 'none'
   /** Read `accepted` from each 2xx JSON answer (readings endpoints); otherwise count the body's readings. */
   countAccepted: boolean
   /** How long to wait for requests still in flight when the window closes. */
   drainMs: number
+  /**
+   * Requests from a plan instead of `method` and `body` at `url` (which is then the base the steps' paths are
+   * appended to). Closed loop only: a lane's next request may depend on its previous answer.
+   */
+  plan?: RequestPlan
+}
+
+export interface RequestPlan {
+  steps: PlanStep[]
+}
+
+/** One kind of request in a plan. `{id}` in `path` and `body` is replaced by the lane's next value of `ids`. */
+export interface PlanStep {
+  /** Its statuses and latency are reported under this name. */
+  name: string
+  /** Share of the mix, a whole number (e.g. a percentage); default 1. Lanes interleave the steps evenly. */
+  weight?: number
+  method: 'GET' | 'POST' | 'PATCH'
+  /** Appended to `url`. */
+  path: string
+  ids?: string[]
+  /** A JSON body (sent with content-type application/json). */
+  body?: string
+  /** Statuses that answer the step as it should; default [200]. */
+  ok?: number[]
+  /** Expected statuses that are not a success (a 412 when two lanes PATCH the same record): counted apart, not errors. */
+  tolerated?: number[]
+  /**
+   * Walk a list: each request asks for the page after the lane's previous answer (`cursor=` its `next_cursor`),
+   * from the first page again after the last. Items are counted by occurrences of `itemMarker` (a string each
+   * item holds once), so every full walk's length can be checked.
+   */
+  walk?: { itemMarker: string }
+  /**
+   * A fresh Idempotency-Key per request; `replayShare` (0…1) of the requests instead repeat one of the lane's
+   * acknowledged keys with its body. With `replayHeader`, a replay must answer `Idempotent-Replayed: true` and a
+   * fresh key must not.
+   */
+  idempotency?: { replayShare: number; replayHeader: boolean }
+  /** Keep the answer's ETag (with the id asked for), for the lane's next `ifMatch` step. */
+  keepEtag?: boolean
+  /**
+   * Send If-Match with the lane's kept ETag, to the record it belongs to (`{id}`). A lane with none kept runs the
+   * plan's `keepEtag` step instead; a tolerated answer (412) forgets the kept one.
+   */
+  ifMatch?: boolean
 }
 
 export interface GeneratorResult {
@@ -63,6 +119,34 @@ export interface GeneratorResult {
   /** Per second of the window: answers and their p50/p99 latency (shows whether a tail is one stall or steady). */
   timeline: { second: number; answers: number; p50: number; p99: number }[]
   firstError?: string
+  /** Plan runs only: per step and whole-run figures. */
+  plan?: PlanResult
+}
+
+export interface Latency { p50: number; p90: number; p95: number; p99: number; max: number; count: number }
+
+export interface StepResult {
+  /**
+   * Answers inside the window by status. A replayed Idempotency-Key answered as it should counts as
+   * "<status>-replayed"; an answer that broke the plan's rules as "<status>-<what went wrong>" (an error).
+   */
+  statuses: Record<string, number>
+  /** Answers inside the window with an ok or tolerated status (what `okRequests` counts for a plan). */
+  answered: number
+  tolerated: number
+  /** Answers inside the window that were neither ok nor tolerated, and failed requests. */
+  errors: number
+  latency: Latency
+}
+
+export interface PlanResult {
+  steps: Record<string, StepResult>
+  /** Unexpected answers over the whole run (warm-up and drain included). */
+  totalErrors: number
+  /** Walk steps, whole run: full walks (first page to `next_cursor: null`) and the items and pages each counted. */
+  walks: Record<string, { completed: number; itemsMin: number; itemsMax: number; pagesMax: number }>
+  /** Idempotency steps, whole run: fresh keys acknowledged with an ok status (each wrote once), and replays answered. */
+  idempotency: { acknowledged: number; replays: number }
 }
 
 /** The readings of request `k` of global lane `lane` (the same rows the store baselines write). */
@@ -95,6 +179,8 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
   const keyCount = Math.max(1, config.keys.length)
   const lanesPerKey = Math.ceil(config.totalLanes / keyCount)
   const counters = new Map<number, number>()
+  /** With rotateKeys: requests sent so far, the next key's turn (each process starts at its first lane's key). */
+  let keyTurn = config.laneOffset
   const latencies: number[] = []
   /** [completion time, latency] of each answer in the window, for the per-second timeline. */
   const stamped: [number, number][] = []
@@ -113,7 +199,7 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
     : config.body.kind === 'none' ? (config.url.match(/[?&](?!key=)[^=&]+=/g) ?? []).length : 0
 
   function requestFor(lane: number): { url: string; init: RequestInit; count: number } {
-    const key = config.keys[lane % keyCount]
+    const key = config.keys[config.rotateKeys ? keyTurn++ % keyCount : lane % keyCount]
     const headers: Record<string, string> = {}
     let url = config.url
     if (key && config.auth === 'header') headers.authorization = `Bearer ${key}`
@@ -132,7 +218,21 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
     return { url, init: { method: config.method, headers, body, keepalive: true }, count }
   }
 
-  async function once(lane: number, scheduled: number): Promise<void> {
+  /** Counts one answer (`ok`: toward throughput, latency and the timeline); says whether it fell in the window. */
+  function record(status: string, ok: boolean, accepted: number, scheduled: number, done: number): boolean {
+    if (ok) { totalOkRequests++; totalReadings += accepted }
+    if (!measuring || done > windowEnd) return false
+    requests++
+    statuses[status] = (statuses[status] ?? 0) + 1
+    if (ok) {
+      okRequests++
+      readings += accepted
+      if (scheduled >= windowStart) { latencies.push(done - scheduled); stamped.push([done, done - scheduled]) }
+    }
+    return true
+  }
+
+  async function single(lane: number, scheduled: number): Promise<void> {
     const { url, init, count } = requestFor(lane)
     let status: string
     let accepted = 0
@@ -151,19 +251,12 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
       status = 'error'
       firstError ??= String(error)
     }
-    const done = performance.now()
-    const ok = status[0] === '2'
-    if (ok) { totalOkRequests++; totalReadings += accepted }
-    if (measuring && done <= windowEnd) {
-      requests++
-      statuses[status] = (statuses[status] ?? 0) + 1
-      if (ok) {
-        okRequests++
-        readings += accepted
-        if (scheduled >= windowStart) { latencies.push(done - scheduled); stamped.push([done, done - scheduled]) }
-      }
-    }
+    record(status, status[0] === '2', accepted, scheduled, performance.now())
   }
+
+  if (config.plan && config.mode !== 'closed') throw new Error('a plan runs in closed loop only (a lane follows its own answers)')
+  const plan = config.plan ? planRunner(config, config.plan, record, (message) => { firstError ??= message }, () => windowStart) : undefined
+  const once = plan ? plan.once : single
 
   const cpuAt = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000 }
   let cpuStart = 0, cpuEnd = 0
@@ -205,7 +298,6 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
   clearTimeout(endTimer)
   if (!cpuEnd) cpuEnd = cpuAt()
 
-  const sorted = Float64Array.from(latencies).sort()
   const timeline: GeneratorResult['timeline'] = []
   for (let second = 0; second < Math.ceil(config.durationMs / 1000); second++) {
     const from = windowStart + second * 1000
@@ -215,9 +307,223 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
   return {
     statuses, requests, okRequests, readings, totalReadings, totalOkRequests, late, firstError, timeline,
     windowMs: config.durationMs,
-    latency: { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted.length ? sorted[sorted.length - 1]! : NaN, count: sorted.length },
+    latency: latencyOf(latencies),
     cpu: (cpuEnd - cpuStart) / config.durationMs,
+    plan: plan?.result(),
   }
+}
+
+function latencyOf(values: number[]): Latency {
+  const sorted = Float64Array.from(values).sort()
+  return { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted.length ? sorted[sorted.length - 1]! : NaN, count: sorted.length }
+}
+
+/** `parts` joined by `id`: a path or body split once at its `{id}` placeholders. */
+const fill = (parts: string[], id: string | undefined) => parts.length === 1 ? parts[0]! : parts.join(id ?? '')
+
+/** Occurrences of `marker` in `text` (items in a page), without allocating. */
+function occurrences(text: string, marker: string): number {
+  let n = 0
+  for (let at = text.indexOf(marker); at !== -1; at = text.indexOf(marker, at + marker.length)) n++
+  return n
+}
+
+const CURSOR_FIELD = '"next_cursor":'
+/** A page's next_cursor: a string, null after the last page, undefined when the answer has none (not a list). */
+function nextCursorOf(text: string): string | null | undefined {
+  const at = text.lastIndexOf(CURSOR_FIELD)
+  if (at === -1) return undefined
+  const value = at + CURSOR_FIELD.length
+  if (text.startsWith('null', value)) return null
+  if (text.charCodeAt(value) !== 34 /* " */) return undefined
+  return text.slice(value + 1, text.indexOf('"', value + 1)) // base64url: nothing to unescape
+}
+
+/**
+ * The order a lane takes the steps in: each step `weight` times per cycle, spread out evenly (smooth weighted
+ * round robin), so that even a short window sees the mix.
+ */
+function mixOf(weights: number[]): number[] {
+  const total = weights.reduce((a, b) => a + b, 0)
+  const current = weights.map(() => 0)
+  const order: number[] = []
+  for (let i = 0; i < total; i++) {
+    let best = 0
+    for (let s = 0; s < weights.length; s++) { current[s]! += weights[s]!; if (current[s]! > current[best]!) best = s }
+    current[best]! -= total
+    order.push(best)
+  }
+  return order
+}
+
+/** What a lane remembers between its requests. */
+interface LaneState {
+  /** Requests sent (its position in the mix). */
+  sent: number
+  /** Per step: values of `ids` used so far. */
+  idTurns: number[]
+  /** Per walk step: the cursor of the next page (undefined: the first page), and the walk's items and pages so far. */
+  cursors: (string | undefined)[]
+  walkItems: number[]
+  walkPages: number[]
+  /** The ETag of the record this lane read last (keepEtag), for its next ifMatch step. */
+  etag?: { id: string; tag: string }
+  /** Per idempotency step: the lane's latest acknowledged keys with their bodies (a ring), for replays. */
+  acknowledged: { key: string; body: string | undefined }[][]
+  acknowledgedCount: number[]
+  freshKeys: number
+}
+
+const RECENT_KEYS = 64
+
+type Recorder = (status: string, ok: boolean, accepted: number, scheduled: number, done: number) => boolean
+
+/** Sends a plan's requests lane by lane and keeps each step's figures. */
+function planRunner(config: GeneratorConfig, plan: RequestPlan, record: Recorder, fail: (message: string) => void, windowStart: () => number) {
+  if (!plan.steps.length) throw new Error('a plan needs at least one step')
+  const steps = plan.steps.map((step) => ({
+    step,
+    pathParts: step.path.split('{id}'),
+    bodyParts: step.body?.split('{id}'),
+    ok: new Set(step.ok ?? [200]),
+    tolerated: new Set(step.tolerated ?? []),
+    statuses: {} as Record<string, number>,
+    answered: 0, toleratedCount: 0, errors: 0,
+    latencies: [] as number[],
+    walks: { completed: 0, itemsMin: Infinity, itemsMax: 0, pagesMax: 0 },
+    replayCredit: 0,
+  }))
+  const keeper = plan.steps.findIndex((s) => s.keepEtag)
+  if (plan.steps.some((s) => s.ifMatch) && keeper === -1) throw new Error('an ifMatch step needs a keepEtag step in the same plan')
+  const order = mixOf(plan.steps.map((s) => Math.max(1, Math.round(s.weight ?? 1))))
+  // Unique across generator processes (lane numbers are global) and across runs.
+  const runId = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
+  const keyCount = Math.max(1, config.keys.length)
+  const lanes = new Map<number, LaneState>()
+  const totals = { errors: 0, acknowledged: 0, replays: 0 }
+
+  const laneState = (lane: number): LaneState => {
+    let state = lanes.get(lane)
+    if (!state) {
+      const none = () => steps.map(() => 0)
+      state = {
+        sent: 0, idTurns: none(), cursors: steps.map(() => undefined), walkItems: none(), walkPages: none(),
+        acknowledged: steps.map(() => []), acknowledgedCount: none(), freshKeys: 0,
+      }
+      lanes.set(lane, state)
+    }
+    return state
+  }
+
+  async function once(lane: number, scheduled: number): Promise<void> {
+    const state = laneState(lane)
+    let index = order[(state.sent++ + lane) % order.length]!
+    if (plan.steps[index]!.ifMatch && !state.etag) index = keeper
+    const s = steps[index]!
+    const { step } = s
+
+    let id: string | undefined
+    if (step.ifMatch) id = state.etag!.id
+    else if (step.ids?.length) id = step.ids[(state.idTurns[index]!++ * config.totalLanes + lane) % step.ids.length]
+    let url = config.url + fill(s.pathParts, id)
+    const cursor = step.walk ? state.cursors[index] : undefined
+    if (cursor !== undefined) url += `${url.includes('?') ? '&' : '?'}cursor=${cursor}`
+    let body = s.bodyParts && fill(s.bodyParts, id)
+
+    const headers: Record<string, string> = {}
+    const token = config.keys[lane % keyCount]
+    if (token && config.auth === 'header') headers.authorization = `Bearer ${token}`
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    if (step.ifMatch) headers['if-match'] = state.etag!.tag
+    let replay = false
+    if (step.idempotency) {
+      const recent = state.acknowledged[index]!
+      // The share is kept per step over the whole process (a lane alone may send too few requests to reach one).
+      s.replayCredit += step.idempotency.replayShare
+      if (recent.length && s.replayCredit >= 1) {
+        s.replayCredit -= 1
+        const earlier = recent[state.sent % recent.length]!
+        headers['idempotency-key'] = earlier.key
+        body = earlier.body
+        replay = true
+      } else {
+        headers['idempotency-key'] = `${runId}-${lane}-${state.freshKeys++}`
+      }
+    }
+
+    let status: string
+    let good = false
+    let tolerated = false
+    try {
+      const res = await fetch(url, { method: step.method, headers, body, keepalive: true })
+      status = String(res.status)
+      good = s.ok.has(res.status)
+      tolerated = s.tolerated.has(res.status)
+      const text = good && !step.walk ? (await res.arrayBuffer(), '') : await res.text()
+      if (!good && !tolerated) fail(`${step.name}: ${step.method} ${url} answered ${res.status} ${text.slice(0, 300)}`)
+      if (good && step.idempotency?.replayHeader) {
+        const marked = res.headers.get('idempotent-replayed') === 'true'
+        if (replay !== marked) { status += replay ? '-replay-unmarked' : '-fresh-marked-replayed'; good = false; fail(`${step.name}: ${status} for key ${headers['idempotency-key']}`) }
+      }
+      if (good && step.walk) {
+        const next = nextCursorOf(text)
+        if (next === undefined) { status += '-no-next-cursor'; good = false; fail(`${step.name}: an answer without next_cursor: ${text.slice(0, 300)}`) }
+        else {
+          state.walkItems[index]! += occurrences(text, step.walk.itemMarker)
+          state.walkPages[index]!++
+          state.cursors[index] = next ?? undefined
+          if (next === null) {
+            const w = s.walks
+            w.completed++
+            w.itemsMin = Math.min(w.itemsMin, state.walkItems[index]!)
+            w.itemsMax = Math.max(w.itemsMax, state.walkItems[index]!)
+            w.pagesMax = Math.max(w.pagesMax, state.walkPages[index]!)
+            state.walkItems[index] = 0
+            state.walkPages[index] = 0
+          }
+        }
+      }
+      if (good && step.keepEtag && id !== undefined) { const tag = res.headers.get('etag'); state.etag = tag ? { id, tag } : undefined }
+      if (step.ifMatch) {
+        const tag = good ? res.headers.get('etag') : null
+        state.etag = tag ? { id: id!, tag } : undefined
+      }
+      if (good && step.idempotency) {
+        // Replays are told apart in the statuses, so that a window's writes are its plain ok answers.
+        if (replay) { totals.replays++; status += '-replayed' }
+        else {
+          totals.acknowledged++
+          state.acknowledged[index]![state.acknowledgedCount[index]!++ % RECENT_KEYS] = { key: headers['idempotency-key']!, body }
+        }
+      }
+    } catch (error) {
+      status = 'error'
+      fail(`${step.name}: ${String(error)}`)
+    }
+    // A walk that went wrong starts again from the first page (its count would not be a whole walk's).
+    if (step.walk && !good) { state.cursors[index] = undefined; state.walkItems[index] = 0; state.walkPages[index] = 0 }
+
+    const expected = good || tolerated
+    if (!expected) totals.errors++
+    const done = performance.now()
+    if (!record(status, expected, 0, scheduled, done)) return
+    s.statuses[status] = (s.statuses[status] ?? 0) + 1
+    if (!expected) { s.errors++; return }
+    s.answered++
+    if (tolerated) s.toleratedCount++
+    if (scheduled >= windowStart()) s.latencies.push(done - scheduled)
+  }
+
+  function result(): PlanResult {
+    const out: PlanResult = { steps: {}, totalErrors: totals.errors, walks: {}, idempotency: { acknowledged: totals.acknowledged, replays: totals.replays } }
+    for (const s of steps) {
+      out.steps[s.step.name] = { statuses: s.statuses, answered: s.answered, tolerated: s.toleratedCount, errors: s.errors, latency: latencyOf(s.latencies) }
+      if (s.step.walk) out.walks[s.step.name] = { ...s.walks, itemsMin: s.walks.completed ? s.walks.itemsMin : 0 }
+    }
+    return out
+  }
+
+  return { once, result }
 }
 
 if (import.meta.main) {

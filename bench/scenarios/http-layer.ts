@@ -1,16 +1,24 @@
 // The HTTP layer alone: our POST /sensors/readings and GET /sensors/ping against a server whose readings store
 // discards (bench/servers/discarding-server.ts), ÷ a bare Bun.serve doing the least the same request needs
 // (bench/servers/bare-server.ts). Same generator, same bodies, same lanes, one after the other.
-import { runLoad, type LoadResult } from '../lib/load.ts'
+import { runLoad, statsOf, type LoadResult } from '../lib/load.ts'
 import { BUN, ourServer, peakRssMiB, startServer, type Child } from '../lib/processes.ts'
-import { line, type Scenario, type ScenarioContext } from '../lib/report.ts'
+import { line, needsLocalServer, type Scenario, type ScenarioContext } from '../lib/report.ts'
 import { accountAndToken, cleanRedis, createDevices, freshDatabase, serverEnv } from '../lib/setup.ts'
 
 const NAME = 'http-layer'
+/** Readings per request unless --batch says otherwise. */
 const READINGS_PER_REQUEST = 10
+/** Channels of the device; a bigger batch repeats them at later timestamps, as a real device would. */
+const CHANNELS = 10
+/** Keep-alive connections unless --concurrency says otherwise. */
 const LANES = Number(process.env.BENCH_HTTP_LANES || 64)
 
 export const httpLayer: Scenario = async (ctx: ScenarioContext) => {
+  // The bare Bun.serve baseline has to run on the same machine as the server it is compared with.
+  if (ctx.options.target) return needsLocalServer()
+  const lanes = ctx.options.concurrency ?? LANES
+  const readingsPerRequest = ctx.options.batch ?? READINGS_PER_REQUEST
   const database = await freshDatabase('http')
   const env = serverEnv(database, {
     // The flush wait is group commit's latency, not the HTTP layer's cost; the default (10 ms) holds every
@@ -22,12 +30,12 @@ export const httpLayer: Scenario = async (ctx: ScenarioContext) => {
   try {
     const { token } = await accountAndToken(env)
     ours = await startServer('discarding server', ourServer('bench/servers/discarding-server.ts', 'http-layer'), env)
-    const [device] = await createDevices(ours.baseUrl, token, 1, READINGS_PER_REQUEST)
+    const [device] = await createDevices(ours.baseUrl, token, 1, CHANNELS)
     bare = await startServer('bare server', [BUN, 'bench/servers/bare-server.ts'], {})
 
     const ts = Date.now() - 3_600_000
-    const body = JSON.stringify({ readings: Array.from({ length: READINGS_PER_REQUEST }, (_, i) => ({ channel: `c${i}`, value: 20 + i / 10, ts: ts + Math.floor(i / 10) })) })
-    const common = { lanes: LANES, warmupMs: ctx.warmupSeconds * 1000, durationMs: ctx.seconds * 1000, mode: 'closed' as const, drainMs: 10_000 }
+    const body = JSON.stringify({ readings: Array.from({ length: readingsPerRequest }, (_, i) => ({ channel: `c${i % CHANNELS}`, value: 20 + i / 10, ts: ts + Math.floor(i / CHANNELS) })) })
+    const common = { lanes, warmupMs: ctx.warmupSeconds * 1000, durationMs: ctx.seconds * 1000, mode: 'closed' as const, drainMs: 10_000 }
     const post = (server: Child, path: string) => runLoad({
       ...common, url: server.baseUrl + path, method: 'POST', body: { kind: 'fixed', text: body },
       keys: [device!.key], auth: 'header', countAccepted: true,
@@ -37,7 +45,7 @@ export const httpLayer: Scenario = async (ctx: ScenarioContext) => {
       keys: [device!.key], auth: 'query', countAccepted: false,
     }, ctx.generators, { server: () => [server.pid] })
 
-    ctx.log(`${NAME}: POST /sensors/readings (${READINGS_PER_REQUEST} readings, ${LANES} lanes) on our server…`)
+    ctx.log(`${NAME}: POST /sensors/readings (${readingsPerRequest} readings, ${lanes} lanes) on our server…`)
     const oursPost = await post(ours, '/api/v1/sensors/readings')
     ctx.log(`${NAME}: the same POST on a bare Bun.serve…`)
     const barePost = await post(bare, '/readings')
@@ -58,10 +66,10 @@ export const httpLayer: Scenario = async (ctx: ScenarioContext) => {
       `others ${o.others.toFixed(2)} / ${b.others.toFixed(2)} cores; p99 ${o.latency.p99.toFixed(1)} / ${b.latency.p99.toFixed(1)} ms`
     return {
       lines: [
-        line(NAME, `POST /sensors/readings req/s (${READINGS_PER_REQUEST} readings)`, oursPost.requestsPerSecond, barePost.requestsPerSecond, 'req/s', 0.7, 'target', cpuNote(oursPost, barePost)),
-        line(NAME, 'GET /sensors/ping req/s', oursPing.requestsPerSecond, barePing.requestsPerSecond, 'req/s', 0.6, 'target', cpuNote(oursPing, barePing)),
+        line(NAME, `POST /sensors/readings req/s (${readingsPerRequest} readings)`, oursPost.requestsPerSecond, barePost.requestsPerSecond, 'req/s', 0.7, 'target', cpuNote(oursPost, barePost), statsOf(oursPost, 202, rss)),
+        line(NAME, 'GET /sensors/ping req/s', oursPing.requestsPerSecond, barePing.requestsPerSecond, 'req/s', 0.6, 'target', cpuNote(oursPing, barePing), statsOf(oursPing, 204, rss)),
       ],
-      details: { lanes: LANES, readingsPerRequest: READINGS_PER_REQUEST, flushMs: env.INGEST_FLUSH_MS, oursPost, barePost, oursPing, barePing, oursPeakRssMiB: rss },
+      details: { lanes, readingsPerRequest, flushMs: env.INGEST_FLUSH_MS, oursPost, barePost, oursPing, barePing, oursPeakRssMiB: rss },
     }
   } finally {
     await ours?.stop()

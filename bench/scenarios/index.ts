@@ -1,18 +1,34 @@
 // Every scenario `bun run bench` knows, in the order a full run takes them.
 import type { Scenario } from '../lib/report.ts'
+import { activities } from './activities.ts'
+import { animalsWalk } from './animals-walk.ts'
+import { generatorCheck } from './generator-check.ts'
 import { httpLayer } from './http-layer.ts'
+import { ingestBatches } from './ingest-batches.ts'
 import { ingestPostgres } from './ingest-postgres.ts'
 import { ingestQuestdb } from './ingest-questdb.ts'
 import { latency } from './latency.ts'
+import { mixed } from './mixed.ts'
+import { pingDevices } from './ping-devices.ts'
 import { questdbClient } from './questdb-client.ts'
+import { readingsQuery } from './readings-query.ts'
 import { webhooks } from './webhooks.ts'
 
 export const SCENARIOS: Record<string, Scenario> = {
   'http-layer': httpLayer,
+  'ping-devices': pingDevices,
   'ingest-postgres': ingestPostgres,
   // Right after ingest-postgres, whose maximum rate it halves (and before QuestDB's background work starts).
   latency,
+  'ingest-batches': ingestBatches,
   'ingest-questdb': ingestQuestdb,
   'questdb-client': questdbClient,
   webhooks,
+  // The records side: list walks, idempotent writes, readings queries, and an integrator's mix of them.
+  'animals-walk': animalsWalk,
+  activities,
+  'readings-query': readingsQuery,
+  mixed,
+  // Whether our load generator starves the server more than autocannon would (it always runs on this machine).
+  'generator-check': generatorCheck,
 }

@@ -1,36 +1,33 @@
 // Ingest on the SQL store (Postgres): readings/s accepted-and-stored through our API (the real server, many
 // devices posting 100 readings at a time) ÷ one `COPY` of the same rows into the same indexed table of another
 // fresh database. At the end the stored row count must equal what the API acknowledged.
-import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import postgres from 'postgres'
 import type { CopyConfig } from '../baselines/pg-copy.ts'
 import type { StoreConfig } from '../baselines/pg-store.ts'
 import type { RowsSpec } from '../baselines/rows.ts'
-import { pidsNamed, runLoad, type LoadResult } from '../lib/load.ts'
+import { childrenOf, COPY_SCRIPT, ingestSettings, migrated, othersOf, storedReadings, type BaselineResult } from '../lib/ingest.ts'
+import { pidsNamed, runLoad, statsOf, type LoadResult } from '../lib/load.ts'
 import { BUN, ROOT, ourServer, peakRssMiB, runForResult, startServer, type Child } from '../lib/processes.ts'
-import { line, type Scenario, type ScenarioContext } from '../lib/report.ts'
-import { accountAndToken, cleanRedis, createDevices, freshDatabase, metricOf, serverEnv, type FreshDatabase } from '../lib/setup.ts'
+import { line, needsLocalServer, type Scenario, type ScenarioContext } from '../lib/report.ts'
+import { accountAndToken, cleanRedis, createDevices, freshDatabase, metricOf, serverEnv } from '../lib/setup.ts'
 import { check } from './http-layer.ts'
 
 const NAME = 'ingest-postgres'
-const COPY_SCRIPT = join(ROOT, 'bench', 'baselines', 'pg-copy.ts')
 const STORE_SCRIPT = join(ROOT, 'bench', 'baselines', 'pg-store.ts')
+/** Readings per request unless --batch says otherwise. */
 export const READINGS_PER_REQUEST = Number(process.env.BENCH_READINGS_PER_REQUEST || 100)
 export const CHANNELS = 10
+/** Devices (one lane each) unless --concurrency says otherwise. */
 export const LANES = Number(process.env.BENCH_INGEST_LANES || 128)
 
-/** INGEST_* settings the bench passes through to our server when set (to try other batch sizes and flushes). */
-export function ingestSettings(): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const name of ['INGEST_BATCH_SIZE', 'INGEST_FLUSH_MS', 'INGEST_FLUSH_CONCURRENCY', 'INGEST_MAX_QUEUED', 'WORKERS']) {
-    if (process.env[name]) out[name] = process.env[name]!
-  }
-  return out
-}
+// Scenarios that build on this one import ingestSettings from here.
+export { ingestSettings }
 
 export interface IngestRun {
   load: LoadResult
+  /** Devices (lanes) and readings per request the run used: --concurrency and --batch, or the defaults. */
+  lanes: number
+  perRequest: number
   accountId: string
   deviceIds: string[]
   keys: string[]
@@ -39,48 +36,34 @@ export interface IngestRun {
   server: Child
 }
 
-/** Starts our server, makes one device per lane, and drives closed-loop ingest at full speed. */
+/**
+ * Starts our server, makes one device per lane, and drives closed-loop ingest at full speed: ctx.options
+ * .concurrency devices (default LANES) posting ctx.options.batch readings per request (default READINGS_PER_REQUEST).
+ */
 export async function driveIngest(ctx: ScenarioContext, env: Record<string, string>, watch: Record<string, () => number[]>, label: string): Promise<IngestRun> {
+  const lanes = ctx.options.concurrency ?? LANES
+  const perRequest = ctx.options.batch ?? READINGS_PER_REQUEST
   const { accountId, token } = await accountAndToken(env)
   const server = await startServer('our server', ourServer('src/main.ts', label), env)
-  const devices = await createDevices(server.baseUrl, token, LANES, CHANNELS)
+  const devices = await createDevices(server.baseUrl, token, lanes, CHANNELS)
   const tsBase = Date.now() - 2 * 3_600_000
-  ctx.log(`${label}: ${LANES} devices posting ${READINGS_PER_REQUEST} readings per request, closed loop…`)
+  ctx.log(`${label}: ${lanes} devices posting ${perRequest} readings per request, closed loop…`)
   // WORKERS > 1: the server pid is the supervisor; its workers are its children.
   const serverPids = () => [server.pid, ...childrenOf(server.pid)]
   const load = await runLoad({
-    url: `${server.baseUrl}/api/v1/sensors/readings`, method: 'POST', lanes: LANES,
+    url: `${server.baseUrl}/api/v1/sensors/readings`, method: 'POST', lanes,
     warmupMs: ctx.warmupSeconds * 1000, durationMs: ctx.seconds * 1000, mode: 'closed', drainMs: 20_000,
-    body: { kind: 'readings', perRequest: READINGS_PER_REQUEST, channels: CHANNELS, tsBase },
+    body: { kind: 'readings', perRequest, channels: CHANNELS, tsBase },
     keys: devices.map((d) => d.key), auth: 'header', countAccepted: true,
   }, ctx.generators, { server: serverPids, ...watch })
   const peak = Math.max(...serverPids().map(peakRssMiB))
   check(load, 202)
-  return { load, accountId, deviceIds: devices.map((d) => d.id), keys: devices.map((d) => d.key), tsBase, peakRssMiB: peak, server }
+  return { load, lanes, perRequest, accountId, deviceIds: devices.map((d) => d.id), keys: devices.map((d) => d.key), tsBase, peakRssMiB: peak, server }
 }
-
-export function childrenOf(pid: number): number[] {
-  // Any thread may have spawned them, so every task's list counts.
-  const out: number[] = []
-  try {
-    for (const task of readdirSync(`/proc/${pid}/task`)) {
-      out.push(...readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number))
-    }
-  } catch { /* gone */ }
-  return out
-}
-
-async function migrated(database: FreshDatabase): Promise<void> {
-  const migrate = Bun.spawn([BUN, 'db/migrate.ts'], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: database.url }, stdout: 'ignore', stderr: 'inherit' })
-  if ((await migrate.exited) !== 0) throw new Error(`migrating ${database.name} failed`)
-}
-
-interface BaselineResult { rows: number; stored: number; ms: number; rowsPerSecond: number; cpu: number; backendCpu: number; machineCores: number }
-
-/** Cores busy with neither the baseline nor its backends while it ran (noise). */
-const othersOf = (r: BaselineResult) => Math.max(0, r.machineCores - r.cpu - r.backendCpu)
 
 export const ingestPostgres: Scenario = async (ctx) => {
+  // COPY, its baseline, goes into this machine's Postgres: our server has to write into the same one.
+  if (ctx.options.target) return needsLocalServer()
   const ours = await freshDatabase('pg_ours')
   const copyDb = await freshDatabase('pg_copy')
   const storeDb = await freshDatabase('pg_store')
@@ -90,15 +73,11 @@ export const ingestPostgres: Scenario = async (ctx) => {
     run = await driveIngest(ctx, env, { postgres: () => pidsNamed('postgres') }, NAME)
     const { load } = run
     await run.server.stop()
-    const sql = postgres(ours.url, { max: 1, onnotice: () => {} })
-    // Each store write is one INSERT statement in its own transaction: distinct xmin values count the batches.
-    const [counts] = await sql<{ stored: number; batches: number }[]>`select count(*)::int as stored, count(distinct xmin::text)::int as batches from sensor_readings`
-    await sql.end()
-    const { stored, batches } = counts!
+    const { stored, batches } = await storedReadings(ours.url)
     const meanBatch = Math.max(1, Math.round(stored / Math.max(1, batches)))
 
     const spec: RowsSpec = {
-      accountId: run.accountId, deviceIds: run.deviceIds, perRequest: READINGS_PER_REQUEST, channels: CHANNELS,
+      accountId: run.accountId, deviceIds: run.deviceIds, perRequest: run.perRequest, channels: CHANNELS,
       tsBase: run.tsBase, rows: load.totalReadings, metrics: Array.from({ length: CHANNELS }, (_, c) => metricOf(c)),
     }
     ctx.log(`${NAME}: COPY of the same ${spec.rows} rows into a fresh database…`)
@@ -114,15 +93,16 @@ export const ingestPostgres: Scenario = async (ctx) => {
       `during load: server ${load.watched.server!.toFixed(2)} cores (${((load.watched.server! * 1e6) / load.readingsPerSecond).toFixed(1)} µs CPU/reading), postgres ${load.watched.postgres!.toFixed(2)} (${((load.watched.postgres! * 1e6) / load.readingsPerSecond).toFixed(1)} µs/reading), generator ${load.cpu.toFixed(2)}, others ${load.others.toFixed(2)}; ` +
       `COPY: client ${copy.cpu.toFixed(2)} cores, its backend ${copy.backendCpu.toFixed(2)} (${((copy.backendCpu * 1e6) / copy.rowsPerSecond).toFixed(1)} µs/row), others ${othersOf(copy).toFixed(2)}, ${copy.ms.toFixed(0)} ms; ` +
       `${load.requestsPerSecond.toFixed(0)} req/s, p99 ${load.latency.p99.toFixed(1)} ms`
+    const stats = statsOf(load, 202, run.peakRssMiB)
     return {
       lines: [
-        line(NAME, `readings/s via API (${LANES} devices × ${READINGS_PER_REQUEST}/req) ÷ COPY`, load.readingsPerSecond, copy.rowsPerSecond, 'rows/s', 0.8, 'target', note),
+        line(NAME, `readings/s via API (${run.lanes} devices × ${run.perRequest}/req) ÷ COPY`, load.readingsPerSecond, copy.rowsPerSecond, 'rows/s', 0.8, 'target', note, stats),
         line(NAME, `readings/s via API ÷ store write() alone (${meanBatch}/batch, ${inFlight} in flight)`, load.readingsPerSecond, direct.rowsPerSecond, 'rows/s', undefined, 'target',
-          `store alone: client ${direct.cpu.toFixed(2)} cores, backends ${direct.backendCpu.toFixed(2)} cores (${((direct.backendCpu * 1e6) / direct.rowsPerSecond).toFixed(1)} µs/row), others ${othersOf(direct).toFixed(2)}, ${direct.ms.toFixed(0)} ms; store alone ÷ COPY = ${(direct.rowsPerSecond / copy.rowsPerSecond).toFixed(2)}`),
+          `store alone: client ${direct.cpu.toFixed(2)} cores, backends ${direct.backendCpu.toFixed(2)} cores (${((direct.backendCpu * 1e6) / direct.rowsPerSecond).toFixed(1)} µs/row), others ${othersOf(direct).toFixed(2)}, ${direct.ms.toFixed(0)} ms; store alone ÷ COPY = ${(direct.rowsPerSecond / copy.rowsPerSecond).toFixed(2)}`, stats),
         line(NAME, 'peak RSS of our server at max rate', run.peakRssMiB, undefined, 'MiB'),
       ],
       details: {
-        lanes: LANES, readingsPerRequest: READINGS_PER_REQUEST, settings: ingestSettings(), load, stored, acknowledged: load.totalReadings, verified,
+        lanes: run.lanes, readingsPerRequest: run.perRequest, settings: ingestSettings(), load, stored, acknowledged: load.totalReadings, verified,
         batches, meanBatch, copy, storeAlone: direct, peakRssMiB: run.peakRssMiB,
         maxRequestsPerSecond: load.requestsPerSecond,
       },

@@ -2,51 +2,27 @@
 // of its own) ÷ the same rows written straight to QuestDB with the official client from one process, flushing
 // as many rows at a time as our store did on average (target ≥ 1.0); and ÷ raw ILP/HTTP POSTs of the same rows
 // and batch size (goal ≥ 0.5). Stored counts are read once QuestDB has applied its WAL (polled, not slept).
-import { join } from 'node:path'
 import type { RawIlpConfig } from '../baselines/questdb-raw-ilp.ts'
 import type { RowsSpec } from '../baselines/rows.ts'
 import type { SenderConfig } from '../baselines/questdb-sender.ts'
-import { pidsNamed } from '../lib/load.ts'
-import { BUN, ROOT, runForResult } from '../lib/processes.ts'
-import { createReadingsTable, dropTable, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, tableStats, waitForCount } from '../lib/questdb.ts'
-import { line, type Scenario } from '../lib/report.ts'
+import { ingestSettings } from '../lib/ingest.ts'
+import { BUN, runForResult } from '../lib/processes.ts'
+import {
+  dropTable, freshTableName, intoFreshTable, machineNote, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, questdbJava, RAW_ILP, SENDER,
+  tableStats, waitForCount, type RawResult, type SenderResult,
+} from '../lib/questdb.ts'
+import { statsOf } from '../lib/load.ts'
+import { line, needsLocalServer, type Scenario } from '../lib/report.ts'
 import { cleanRedis, freshDatabase, metricOf, serverEnv } from '../lib/setup.ts'
-import { CHANNELS, driveIngest, ingestSettings, LANES, READINGS_PER_REQUEST, type IngestRun } from './ingest-postgres.ts'
+import { CHANNELS, driveIngest, type IngestRun } from './ingest-postgres.ts'
 
 const NAME = 'ingest-questdb'
-export const SENDER = join(ROOT, 'bench', 'baselines', 'questdb-sender.ts')
-export const RAW_ILP = join(ROOT, 'bench', 'baselines', 'questdb-raw-ilp.ts')
-const suffix = () => `${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`
-
-export interface RawResult { rows: number; ms: number; rowsPerSecond: number; cpu: number; machineCores: number; watchedCores: Record<string, number> }
-export interface SenderResult extends RawResult { runtime: string; buildMs: number; flushMs: number; flushes: number; slowestFlushMs: number }
-
-/** "QuestDB x cores, others y" over a baseline's timed window. */
-export const machineNote = (r: RawResult) => {
-  const questdb = r.watchedCores.questdb ?? 0
-  return `QuestDB ${questdb.toFixed(2)} cores, others ${Math.max(0, r.machineCores - r.cpu - questdb).toFixed(2)}`
-}
-
-/** Runs a baseline script against a fresh table of its own and waits until QuestDB shows every row. */
-export async function intoFreshTable<T extends { rows: number }>(label: string, run: (table: string) => Promise<T>): Promise<T & { table: string; visible: number; visibleAfterMs: number }> {
-  const table = `bench_${label}_${suffix()}`
-  await createReadingsTable(table)
-  try {
-    const result = await run(table)
-    const { count, waitedMs } = await waitForCount(table, result.rows)
-    return { ...result, table, visible: count, visibleAfterMs: waitedMs }
-  } finally {
-    await dropTable(table)
-  }
-}
-
-/** QuestDB's JVM (the only java process on a bench machine; its CPU is the store's). */
-export const questdbJava = () => pidsNamed('java')
-
 export const ingestQuestdb: Scenario = async (ctx) => {
+  // Its baselines write into this machine's QuestDB: our server has to write into the same one.
+  if (ctx.options.target) return needsLocalServer()
   if (!(await questdbAnswers())) return { lines: [], details: {}, skipped: `no QuestDB answers at ${QUESTDB_HTTP} (start it with /work/questdb/start.sh or set BENCH_QUESTDB_HTTP)` }
   const database = await freshDatabase('qdb')
-  const table = `bench_api_${suffix()}`
+  const table = freshTableName('api')
   const env = serverEnv(database, { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table, ...ingestSettings() })
   let run: IngestRun | undefined
   try {
@@ -59,7 +35,7 @@ export const ingestQuestdb: Scenario = async (ctx) => {
     ctx.log(`${NAME}: ${visible.count} rows visible ${visible.waitedMs} ms after the last answer; ${stats.walTxn} WAL transactions, ${meanBatch} rows per batch on average`)
 
     const spec: RowsSpec = {
-      accountId: run.accountId, deviceIds: run.deviceIds, perRequest: READINGS_PER_REQUEST, channels: CHANNELS,
+      accountId: run.accountId, deviceIds: run.deviceIds, perRequest: run.perRequest, channels: CHANNELS,
       tsBase: run.tsBase, rows: load.totalReadings, metrics: Array.from({ length: CHANNELS }, (_, c) => metricOf(c)),
     }
     ctx.log(`${NAME}: the same ${spec.rows} rows through the official client (Bun, one sender, ${meanBatch} rows per flush)…`)
@@ -75,16 +51,17 @@ export const ingestQuestdb: Scenario = async (ctx) => {
     const verified = stored === load.totalReadings
     const common = `${verified ? 'stored = acknowledged' : 'STORED ≠ ACKNOWLEDGED'} (${stored} visible of ${load.totalReadings} acknowledged incl. warm-up, ${visible.waitedMs} ms after the last answer); ` +
       `our store wrote ${stats.walTxn} batches (mean ${meanBatch} rows); during load: server ${load.watched.server!.toFixed(2)} cores (${((load.watched.server! * 1e6) / load.readingsPerSecond).toFixed(1)} µs CPU/reading), QuestDB ${load.watched.questdb!.toFixed(2)}, generator ${load.cpu.toFixed(2)}, others ${load.others.toFixed(2)}; ${load.requestsPerSecond.toFixed(0)} req/s, p99 ${load.latency.p99.toFixed(1)} ms`
+    const loadStats = statsOf(load, 202, run.peakRssMiB)
     return {
       lines: [
         line(NAME, `readings/s via API ÷ official client (1 process, ${meanBatch}/flush)`, load.readingsPerSecond, client.rowsPerSecond, 'rows/s', 1.0, 'target',
-          `${common}; client: ${((client.cpu * client.ms * 1000) / client.rows).toFixed(1)} µs CPU/row, ${client.cpu.toFixed(2)} cores, ${machineNote(client)}, ${client.buildMs.toFixed(0)} ms building rows + ${client.flushMs.toFixed(0)} ms in ${client.flushes} flushes`),
+          `${common}; client: ${((client.cpu * client.ms * 1000) / client.rows).toFixed(1)} µs CPU/row, ${client.cpu.toFixed(2)} cores, ${machineNote(client)}, ${client.buildMs.toFixed(0)} ms building rows + ${client.flushMs.toFixed(0)} ms in ${client.flushes} flushes`, loadStats),
         line(NAME, `readings/s via API ÷ raw ILP/HTTP POST (${meanBatch}/request)`, load.readingsPerSecond, raw.rowsPerSecond, 'rows/s', 0.5, 'goal',
-          `raw ILP: ${((raw.cpu * raw.ms * 1000) / raw.rows).toFixed(1)} µs CPU/row, ${raw.cpu.toFixed(2)} cores, ${machineNote(raw)}, ${raw.ms.toFixed(0)} ms; the official client reaches ${(client.rowsPerSecond / raw.rowsPerSecond).toFixed(2)} of raw ILP`),
+          `raw ILP: ${((raw.cpu * raw.ms * 1000) / raw.rows).toFixed(1)} µs CPU/row, ${raw.cpu.toFixed(2)} cores, ${machineNote(raw)}, ${raw.ms.toFixed(0)} ms; the official client reaches ${(client.rowsPerSecond / raw.rowsPerSecond).toFixed(2)} of raw ILP`, loadStats),
         line(NAME, 'peak RSS of our server at max rate', run.peakRssMiB, undefined, 'MiB'),
       ],
       details: {
-        table, lanes: LANES, readingsPerRequest: READINGS_PER_REQUEST, settings: ingestSettings(), load, stored, acknowledged: load.totalReadings, verified,
+        table, lanes: run.lanes, readingsPerRequest: run.perRequest, settings: ingestSettings(), load, stored, acknowledged: load.totalReadings, verified,
         visibleAfterMs: visible.waitedMs, walTxn: stats.walTxn, meanBatch, client, raw, peakRssMiB: run.peakRssMiB,
       },
     }

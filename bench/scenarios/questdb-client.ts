@@ -9,10 +9,9 @@ import type { RowsSpec } from '../baselines/rows.ts'
 import type { RawIlpConfig } from '../baselines/questdb-raw-ilp.ts'
 import type { SenderConfig } from '../baselines/questdb-sender.ts'
 import { BUN, ROOT, runForResult } from '../lib/processes.ts'
-import { QUESTDB_HTTP, QUESTDB_ILP, questdbAnswers } from '../lib/questdb.ts'
+import { intoFreshTable, machineNote, QUESTDB_HTTP, QUESTDB_ILP, questdbAnswers, questdbJava, RAW_ILP, SENDER, type RawResult, type SenderResult } from '../lib/questdb.ts'
 import { line, type Line, type Scenario } from '../lib/report.ts'
 import { metricOf } from '../lib/setup.ts'
-import { intoFreshTable, machineNote, questdbJava, RAW_ILP, SENDER, type RawResult, type SenderResult } from './ingest-questdb.ts'
 
 const NAME = 'questdb-client'
 const NODE_BUNDLE = join(ROOT, 'bench', 'results', 'tmp', 'questdb-sender.mjs')
@@ -30,6 +29,8 @@ const cpuPerRow = (r: RawResult) => ((r.cpu * r.ms * 1000) / r.rows).toFixed(1)
 const nodeAvailable = () => Bun.which('node') !== null
 
 export const questdbClient: Scenario = async (ctx) => {
+  // It measures the QuestDB client library against this machine's QuestDB, whatever deployment --target names.
+  if (ctx.options.target) return { lines: [], details: {}, skipped: 'measures the QuestDB client against a local QuestDB, not a deployment' }
   if (!(await questdbAnswers())) return { lines: [], details: {}, skipped: `no QuestDB answers at ${QUESTDB_HTTP}` }
   const rows = Number(process.env.BENCH_QDB_DIAG_ROWS || 100_000)
   const spec: RowsSpec = {

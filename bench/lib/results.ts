@@ -1,0 +1,113 @@
+// The files a run leaves in bench/results/: <date>-<commit>.json (everything, for bench:compare and later
+// digging), .md (the table and notes, to read or paste into a review), .svg (the picture), and latest.json /
+// latest.md (ignored by git). The commit in the name says which code a dated file measured.
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { plotSvg } from './plot.ts'
+import { cellsOf, verdict, type Line, type ScenarioOutput } from './report.ts'
+
+export interface ReportLine extends Line { result: string }
+
+/** A results file. Files written before the command line existed lack commit, cpu, loadAverage and options. */
+export interface BenchReport {
+  command: string
+  startedAt: string
+  seconds: number
+  commit?: string
+  bun: string
+  cores: number
+  cpu?: string
+  loadAverage?: { before: number; after: number }
+  settings: { seconds: number; warmupSeconds: number; generators: number }
+  /** ctx.options as given, the token left out. */
+  options?: { concurrency?: number; batch?: number; store?: string; target?: string }
+  lines: ReportLine[]
+  scenarios: Record<string, ScenarioOutput | { error: string }>
+}
+
+function git(root: string, args: string[]): string | undefined {
+  try {
+    const run = Bun.spawnSync(['git', ...args], { cwd: root, stdout: 'pipe', stderr: 'ignore' })
+    return run.exitCode === 0 ? run.stdout.toString().trim() : undefined
+  } catch {
+    return undefined // no git on this machine
+  }
+}
+
+/**
+ * `git rev-parse --short HEAD`, with "-dirty" when tracked files differ from it (untracked ones, such as this
+ * run's own results, do not count), or "nocommit" outside a repository.
+ */
+export function gitRevision(root: string): string {
+  const head = git(root, ['rev-parse', '--short', 'HEAD'])
+  if (!head) return 'nocommit'
+  const changes = git(root, ['status', '--porcelain', '--untracked-files=no'])
+  return changes ? `${head}-dirty` : head
+}
+
+/** 2026-11-22T01-02-03: UTC, sortable, and free of the colons some file systems refuse. */
+export const resultStamp = (at: Date) => at.toISOString().replace(/\.\d+Z$/, '').replace(/:/g, '-')
+
+const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ')
+
+export function markdownTable(lines: Line[]): string {
+  const head = ['scenario', 'measure', 'ours', 'baseline', 'unit', 'ratio', 'target', 'result', 'p50 ms', 'p95 ms', 'p99 ms', 'errors', 'peak RSS MiB', 'server cores']
+  const numeric = new Set(['ours', 'baseline', 'ratio', 'p50 ms', 'p95 ms', 'p99 ms', 'errors', 'peak RSS MiB', 'server cores'])
+  const rows = lines.map((l) => {
+    const c = cellsOf(l, '–')
+    return [c.scenario, c.measure, c.ours, c.baseline, c.unit, c.ratio, c.target, c.result, c.p50, c.p95, c.p99, c.errors, c.peakRssMiB, c.serverCores]
+  })
+  return [
+    `| ${head.join(' | ')} |`,
+    `| ${head.map((h) => (numeric.has(h) ? '---:' : '---')).join(' | ')} |`,
+    ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`),
+  ].join('\n')
+}
+
+function describeOptions(options: BenchReport['options']): string {
+  const set = Object.entries(options ?? {}).filter(([, v]) => v !== undefined).map(([k, v]) => `${k} ${v}`)
+  return set.length ? set.join(', ') : 'none (each scenario’s defaults)'
+}
+
+export function markdownReport(report: BenchReport, svgName: string): string {
+  const out: string[] = []
+  out.push(`# Bench results ${resultStamp(new Date(report.startedAt))} (${report.commit ?? 'commit unknown'})`, '')
+  out.push(`- command: \`${report.command}\``)
+  out.push(`- commit: ${report.commit ?? 'unknown'}`)
+  const load = report.loadAverage ? `, load average ${report.loadAverage.before} before and ${report.loadAverage.after} after` : ''
+  out.push(`- machine: ${report.cores} cores${report.cpu ? ` (${report.cpu})` : ''}, bun ${report.bun}${load}`)
+  out.push(`- settings: ${report.settings.seconds} s measured per load run after ${report.settings.warmupSeconds} s of warm-up, ${report.settings.generators} generator process${report.settings.generators === 1 ? '' : 'es'}`)
+  out.push(`- options: ${describeOptions(report.options)}`)
+  out.push(`- took ${report.seconds} s, started ${report.startedAt}`, '')
+  out.push(`![ours ÷ baseline per measure, and latency percentiles](${svgName})`, '')
+  out.push('## Results', '')
+  out.push(report.lines.length ? markdownTable(report.lines) : 'No lines: every scenario was skipped or failed.', '')
+  out.push('Ratio is ours ÷ baseline, both measured in this run; targets are informational (a miss fails nothing). p50–p99, errors and server cores are those of the load run behind *ours*; – where a line has none.', '')
+  const unfinished = Object.entries(report.scenarios).flatMap(([name, output]) =>
+    'error' in output ? [`- \`${name}\`: FAILED: ${output.error.split('\n')[0]}`] : output.skipped ? [`- \`${name}\` skipped: ${output.skipped}`] : [])
+  if (unfinished.length) out.push('## Skipped or failed', '', ...unfinished, '')
+  const notes = report.lines.filter((l) => l.note)
+  if (notes.length) {
+    out.push('## Notes', '')
+    for (const l of notes) out.push(`- **${l.scenario} / ${l.measure}**: ${l.note}`)
+    out.push('')
+  }
+  return out.join('\n')
+}
+
+/** Writes the dated .json, .md and .svg and the latest.* copies; returns the dated files' base name. */
+export function writeResults(dir: string, report: BenchReport): string {
+  const base = `${resultStamp(new Date(report.startedAt))}-${report.commit ?? 'nocommit'}`
+  const json = JSON.stringify(report, null, 2) + '\n'
+  const markdown = markdownReport(report, `${base}.svg`)
+  const svg = plotSvg(report.lines, `Bench ${resultStamp(new Date(report.startedAt))} · ${report.commit ?? 'commit unknown'}`, `${report.command} · ${report.cores} cores · bun ${report.bun}`)
+  writeFileSync(join(dir, `${base}.json`), json)
+  writeFileSync(join(dir, `${base}.md`), markdown)
+  writeFileSync(join(dir, `${base}.svg`), svg)
+  writeFileSync(join(dir, 'latest.json'), json)
+  writeFileSync(join(dir, 'latest.md'), markdown)
+  return base
+}
+
+/** The lines as a results file stores them: with their pass/miss/info verdict spelled out. */
+export const withVerdicts = (lines: Line[]): ReportLine[] => lines.map((l) => ({ ...l, result: verdict(l) }))
