@@ -2,6 +2,7 @@
 import { Elysia, t, type AnyElysia } from 'elysia'
 import type { Deps } from './deps.ts'
 import { ApiError, problemResponse, type FieldError } from './http/errors.ts'
+import './http/formats.ts'
 import { buildOpenApiDocument } from './http/openapi-document.ts'
 import { op } from './http/operation.ts'
 import { API_PREFIX, createPipeline, readBody, requestState } from './http/pipeline.ts'

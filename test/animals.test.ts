@@ -71,6 +71,9 @@ describe('animals: create and read', () => {
       [{ species_id: 'python-regius' }, ['/body/name']],
       [{ name: 'x', species_id: 'python-regius', sex: 'yes' }, ['/body/sex']],
       [{ name: 'x', species_id: 'python-regius', birth_date: '2024-02-30x' }, ['/body/birth_date']],
+      // A full-date must exist on the calendar and be written YYYY-MM-DD (RFC 3339), nothing looser.
+      [{ name: 'x', species_id: 'python-regius', birth_date: '2023-02-29' }, ['/body/birth_date']],
+      [{ name: 'x', species_id: 'python-regius', acquired_date: '2024-6-1' }, ['/body/acquired_date']],
       [{ name: 'x', species_id: 'python-regius', tags: 'not-a-list' }, ['/body/tags']],
       [{ name: 'x', species_id: 'unicornus' }, ['/body/species_id']],
       [{ name: 'x', species_id: 'python-regius', dam_id: foreignParent, environment_id: foreignEnv }, ['/body/environment_id', '/body/dam_id']],
