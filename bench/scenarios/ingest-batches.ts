@@ -93,7 +93,7 @@ function questdbUnderTest(): StoreUnderTest {
 export const ingestBatches: Scenario = async (ctx) => {
   if (ctx.options.target) return needsLocalServer()
   const kind = ctx.options.store ?? 'sql'
-  if (kind === 'questdb' && !(await questdbAnswers())) return { lines: [], details: {}, skipped: `no QuestDB answers at ${QUESTDB_HTTP} (start it with /work/questdb/start.sh or set BENCH_QUESTDB_HTTP)` }
+  if (kind === 'questdb' && !(await questdbAnswers())) return { lines: [], details: {}, skipped: `no QuestDB answers at ${QUESTDB_HTTP} (start one on loopback, or point BENCH_QUESTDB_HTTP at it)` }
   const lanes = ctx.options.concurrency ?? DEFAULT_LANES
   const batches = ctx.options.batch ? [ctx.options.batch] : DEFAULT_BATCHES
   const database = await freshDatabase('batches')

@@ -20,7 +20,7 @@ const NAME = 'ingest-questdb'
 export const ingestQuestdb: Scenario = async (ctx) => {
   // Its baselines write into this machine's QuestDB: our server has to write into the same one.
   if (ctx.options.target) return needsLocalServer()
-  if (!(await questdbAnswers())) return { lines: [], details: {}, skipped: `no QuestDB answers at ${QUESTDB_HTTP} (start it with /work/questdb/start.sh or set BENCH_QUESTDB_HTTP)` }
+  if (!(await questdbAnswers())) return { lines: [], details: {}, skipped: `no QuestDB answers at ${QUESTDB_HTTP} (start one on loopback, or point BENCH_QUESTDB_HTTP at it)` }
   const database = await freshDatabase('qdb')
   const table = freshTableName('api')
   const env = serverEnv(database, { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table, ...ingestSettings() })
