@@ -102,7 +102,9 @@ describe.if(shared)('several processes (real Postgres and Redis)', () => {
     try {
       const pids = new Set<number>()
       await waitFor(async () => {
-        const answers = await Promise.all(Array.from({ length: 8 }, () => fetch(`${server.baseUrl}/api/v1/_test/slow?ms=20`).then((r) => r.json())))
+        // New connections each time: the kernel spreads connections, not requests, over the workers, and a pooled
+        // keep-alive connection would keep landing on the worker that accepted it.
+        const answers = await Promise.all(Array.from({ length: 8 }, () => fetch(`${server.baseUrl}/api/v1/_test/slow?ms=20`, { keepalive: false, headers: { connection: 'close' } }).then((r) => r.json())))
         for (const a of answers) pids.add(a.pid)
         return pids.size >= 2
       }, 10_000)
