@@ -9,6 +9,7 @@ export const ID_PREFIXES = {
 export type IdKind = keyof typeof ID_PREFIXES
 
 let lastTime = 0
+let lastTimeText = ''
 const lastRandom = new Uint8Array(10)
 
 /** A ULID body; monotonic within one millisecond so ids made together still sort in creation order. */
@@ -19,14 +20,14 @@ export function ulid(now = Date.now()): string {
       if (lastRandom[i]! < 255) { lastRandom[i]!++; break }
       lastRandom[i] = 0
     }
-    now = lastTime
   } else {
     crypto.getRandomValues(lastRandom)
     lastTime = now
+    // The time part changes once a millisecond; every id made within it (a request id each) reuses the text.
+    lastTimeText = ''
+    for (let i = 0, t = now; i < 10; i++) { lastTimeText = ALPHABET[t % 32] + lastTimeText; t = Math.floor(t / 32) }
   }
-  let out = ''
-  let t = now
-  for (let i = 0; i < 10; i++) { out = ALPHABET[t % 32] + out; t = Math.floor(t / 32) }
+  let out = lastTimeText
   // 80 random bits → 16 base32 chars, 5 bits at a time.
   let bits = 0, value = 0
   for (const byte of lastRandom) {

@@ -43,4 +43,15 @@ describe('ids (CONTRACT §1)', () => {
     expect(isId('animal', "anm_'; drop table")).toBe(false)
     expect(ulid(0)).toHaveLength(26)
   })
+
+  test('the first ten characters encode the creation time in milliseconds', async () => {
+    const decode = (id: string) => [...id.slice(0, 10)].reduce((ms, c) => ms * 32 + '0123456789abcdefghjkmnpqrstvwxyz'.indexOf(c), 0)
+    const before = Date.now()
+    const first = ulid()
+    await Bun.sleep(5)
+    const second = ulid()
+    expect(decode(first)).toBeGreaterThanOrEqual(before)
+    expect(decode(second)).toBeGreaterThan(decode(first))
+    expect(decode(second)).toBeLessThanOrEqual(Date.now())
+  })
 })
