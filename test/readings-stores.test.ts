@@ -39,6 +39,38 @@ function generate(accountId: string, other: string): Reading[] {
 
 const round = (rows: object[]) => JSON.parse(JSON.stringify(rows, (_, v) => (typeof v === 'number' && !Number.isInteger(v) ? Number(v.toPrecision(10)) : v)))
 
+/** Every row of a query, page by page, each page resuming after the last row of the one before. */
+async function pages(store: ReadingsStore, filter: ReadingsFilter, limit: number, interval?: number, aggregates: Aggregate[] = ['avg']) {
+  const all: object[] = []
+  let after: SeriesPosition | undefined
+  for (;;) {
+    const rows = interval ? await store.buckets(filter, interval, aggregates, limit, after) : await store.raw(filter, limit, after)
+    all.push(...rows)
+    if (rows.length < limit) return all
+    const last = rows[rows.length - 1]!
+    after = [last.ts, last.device_id, last.channel]
+  }
+}
+
+describe('paging buckets (SQL store, always run)', () => {
+  test('pages of buckets, each resuming after the last, give exactly the rows of one big page', async () => {
+    const own = await createTestEnv()
+    try {
+      const store = sqlStore(own.deps.database)
+      const data = generate('acct_a', 'acct_b')
+      for (let i = 0; i < data.length; i += 1000) await store.write(data.slice(i, i + 1000))
+      const filter = { accountId: 'acct_a', from: Date.UTC(2026, 10, 20, 6, 7, 0), to: Date.UTC(2026, 10, 20, 13, 0, 0) }
+      for (const interval of [60_000, 900_000, 3_600_000]) {
+        const whole = await store.buckets(filter, interval, ['avg', 'count'], 100_000)
+        expect(whole.length).toBeGreaterThan(10)
+        expect({ interval, rows: round(await pages(store, filter, 40, interval, ['avg', 'count'])) }).toEqual({ interval, rows: round(whole) })
+      }
+    } finally {
+      await own.close()
+    }
+  })
+})
+
 describe.skipIf(!enabled)('SQL store and QuestDB answer alike', () => {
   const accountId = 'acct_a'
   const other = 'acct_b'
@@ -64,18 +96,6 @@ describe.skipIf(!enabled)('SQL store and QuestDB answer alike', () => {
     await admin.end()
     await env?.close()
   })
-
-  async function pages(store: ReadingsStore, filter: ReadingsFilter, limit: number, interval?: number, aggregates: Aggregate[] = ['avg']) {
-    const all: object[] = []
-    let after: SeriesPosition | undefined
-    for (;;) {
-      const rows = interval ? await store.buckets(filter, interval, aggregates, limit, after) : await store.raw(filter, limit, after)
-      all.push(...rows)
-      if (rows.length < limit) return all
-      const last = rows[rows.length - 1]!
-      after = [last.ts, last.device_id, last.channel]
-    }
-  }
 
   const filters: [string, Partial<ReadingsFilter>][] = [
     ['everything', {}], ['one device', { deviceId: 'dev_a' }], ['one channel', { channel: 'h1' }], ['a metric', { metric: 'temperature' }],

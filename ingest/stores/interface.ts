@@ -47,3 +47,10 @@ export interface ReadingsStore {
   ping(): Promise<void>
   close(): Promise<void>
 }
+
+/**
+ * A later page of buckets needs no reading from before the bucket it resumes at: narrowing the window there
+ * keeps each page from aggregating every earlier bucket again (30 days of minute data took 0.5 s a page).
+ */
+export const pastPage = (filter: ReadingsFilter, after?: SeriesPosition): ReadingsFilter =>
+  after ? { ...filter, from: Math.max(filter.from, after[0]) } : filter

@@ -8,7 +8,7 @@
 import { Sender } from '@questdb/nodejs-client'
 import postgres from 'postgres'
 import type { Config } from '../../src/config.ts'
-import type { Aggregate, BucketRow, LatestPosition, RawRow, Reading, ReadingsFilter, ReadingsStore, SeriesPosition } from './interface.ts'
+import { pastPage, type Aggregate, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
 const UNITS: [number, string][] = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm']]
 /** 3 600 000 ms → "1h": SAMPLE BY takes a count and a unit. */
@@ -102,7 +102,7 @@ export async function questdbStore(config: Config): Promise<ReadingsStore> {
       const names = aggregates.map((a) => `"${a}"`).join(', ')
       const rows = await query(`select ${columns}, ${names} from (
           select ts, device_id, channel, last(metric) metric, last(environment_id) environment_id, ${selected}
-          from ${table} where ${where(filter)} sample by ${sampleUnit(intervalMs)} align to calendar
+          from ${table} where ${where(pastPage(filter, after))} sample by ${sampleUnit(intervalMs)} align to calendar
         )${after ? ` where ${afterSeries('ts', after)}` : ''} order by ts, device_id, channel limit ${limit}`)
       return rows.map((r) => {
         const row: BucketRow = { ts: micros(r.ts_us), device_id: String(r.device_id), channel: String(r.channel), metric: nullable(r.metric), environment_id: nullable(r.environment_id) }

@@ -1,7 +1,7 @@
 // Readings in the records database (Postgres, or PGlite embedded): one multi-row insert per batch through
 // unnest() of column arrays. A retried batch must add nothing: readings are unique on (device, channel, ts).
 import type { Database } from '../../db/client.ts'
-import type { Aggregate, BucketRow, LatestPosition, ReadingsFilter, ReadingsStore, SeriesPosition } from './interface.ts'
+import { pastPage, type Aggregate, type BucketRow, type LatestPosition, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
 // Timestamps travel as epoch milliseconds (exact in a float8) rather than timestamptz[]: cheaper to build, and
 // drizzle's postgres.js set-up passes timestamptz values through unserialised, which breaks arrays of them.
@@ -72,7 +72,7 @@ export function sqlStore(database: Database): ReadingsStore {
       const selected = aggregates.map((a) => `${AGGREGATE_SQL[a]} as "${a}"`).join(', ')
       let text = `select * from (select ${bucket} as bucket, device_id, channel,
         (array_agg(metric order by ts desc))[1] as metric, (array_agg(environment_id order by ts desc))[1] as environment_id, ${selected}
-        from sensor_readings where ${where(filter, params)} group by 1, 2, 3) b`
+        from sensor_readings where ${where(pastPage(filter, after), params)} group by 1, 2, 3) b`
       if (after) text += ` where (bucket, device_id, channel) > ($${params.push(iso(after[0]))}::timestamptz, $${params.push(after[1])}, $${params.push(after[2])})`
       text += ` order by bucket, device_id, channel limit $${params.push(limit)}`
       const rows = await database.query<Record<string, unknown>>(text, params)
