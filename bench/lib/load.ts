@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import type { GeneratorConfig, GeneratorResult, PlanResult } from '../load/generator.ts'
-import { BUN, ROOT, cpuMs, machineTicks } from './processes.ts'
+import { BUN, ROOT, cpuMs, forEachLine, machineTicks } from './processes.ts'
 import type { LineStats } from './report.ts'
 
 export const GENERATOR = join(ROOT, 'bench', 'load', 'generator.ts')
@@ -59,20 +59,12 @@ export async function runLoad(base: Omit<GeneratorConfig, 'laneOffset' | 'totalL
     const proc = Bun.spawn([BUN, GENERATOR, JSON.stringify(config)], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH, HOME: process.env.HOME } })
     const timeout = setTimeout(() => proc.kill('SIGKILL'), base.warmupMs + base.durationMs + base.drainMs + 30_000)
     const done = (async () => {
-      let out = ''
       let result: GeneratorResult | undefined
-      const decoder = new TextDecoder()
-      for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) {
-        out += decoder.decode(chunk)
-        let nl: number
-        while ((nl = out.indexOf('\n')) !== -1) {
-          const line = out.slice(0, nl)
-          out = out.slice(nl + 1)
-          if (i === 0 && line === 'mark start') windowStart = sample()
-          else if (i === 0 && line === 'mark end') windowEnd = sample()
-          else if (line.startsWith('result ')) result = JSON.parse(line.slice(7))
-        }
-      }
+      await forEachLine(proc.stdout as ReadableStream<Uint8Array>, (line) => {
+        if (i === 0 && line === 'mark start') windowStart = sample()
+        else if (i === 0 && line === 'mark end') windowEnd = sample()
+        else if (line.startsWith('result ')) result = JSON.parse(line.slice(7))
+      })
       const code = await proc.exited
       clearTimeout(timeout)
       if (!result) throw new Error(`load generator ${i} exited with ${code} and no result: ${await new Response(proc.stderr).text()}`)

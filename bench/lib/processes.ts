@@ -66,6 +66,20 @@ export async function startServer(name: string, argv: string[], env: Record<stri
   }
 }
 
+/** Calls `onLine` with each line a child prints, as it prints it (for `mark start`/`mark end` and `result {json}`). */
+export async function forEachLine(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+  const decoder = new TextDecoder()
+  let out = ''
+  for await (const chunk of stream) {
+    out += decoder.decode(chunk)
+    let nl: number
+    while ((nl = out.indexOf('\n')) !== -1) {
+      onLine(out.slice(0, nl))
+      out = out.slice(nl + 1)
+    }
+  }
+}
+
 /** Runs a one-shot script that prints `result {json}` and returns that JSON (and the pid it ran as). */
 export async function runForResult<T>(name: string, argv: string[], env: Record<string, string | undefined> = {}, timeoutMs = 120_000): Promise<T> {
   const proc = Bun.spawn(argv, { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdout: 'pipe', stderr: 'pipe' })

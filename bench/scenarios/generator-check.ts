@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import type { AutocannonConfig, AutocannonResult } from '../load/autocannon.ts'
 import type { GeneratorConfig } from '../load/generator.ts'
 import { runLoad, statsOf, type LoadResult } from '../lib/load.ts'
-import { BUN, ROOT, startServer, type Child } from '../lib/processes.ts'
+import { BUN, ROOT, forEachLine, startServer, type Child } from '../lib/processes.ts'
 import { cpuWindow } from '../lib/proc.ts'
 import { line, type Line, type Scenario, type ScenarioContext } from '../lib/report.ts'
 import { check } from './http-layer.ts'
@@ -43,19 +43,11 @@ async function runAutocannon(config: AutocannonConfig, server: Child): Promise<A
   let window: ReturnType<typeof cpuWindow> | undefined
   let cpu: ReturnType<ReturnType<typeof cpuWindow>> | undefined
   let result: AutocannonResult | undefined
-  let out = ''
-  const decoder = new TextDecoder()
-  for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) {
-    out += decoder.decode(chunk)
-    let nl: number
-    while ((nl = out.indexOf('\n')) !== -1) {
-      const text = out.slice(0, nl)
-      out = out.slice(nl + 1)
-      if (text === 'mark start') window = cpuWindow({ generator: [proc.pid], server: [server.pid] })
-      else if (text === 'mark end') cpu = window?.()
-      else if (text.startsWith('result ')) result = JSON.parse(text.slice('result '.length)) as AutocannonResult
-    }
-  }
+  await forEachLine(proc.stdout as ReadableStream<Uint8Array>, (text) => {
+    if (text === 'mark start') window = cpuWindow({ generator: [proc.pid], server: [server.pid] })
+    else if (text === 'mark end') cpu = window?.()
+    else if (text.startsWith('result ')) result = JSON.parse(text.slice('result '.length)) as AutocannonResult
+  })
   const code = await proc.exited
   clearTimeout(timeout)
   if (!result || !cpu) throw new Error(`autocannon exited with ${code} and no result: ${await new Response(proc.stderr).text()}`)
