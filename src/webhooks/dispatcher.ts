@@ -19,7 +19,11 @@ with claimed as (
 update webhook_deliveries d set locked_until = now() + ($1 || ' milliseconds')::interval, attempts = d.attempts + 1
 from (
   select dd.endpoint_id, dd.event_id from webhook_deliveries dd
-  where (dd.endpoint_id, dd.event_id) in (
+  -- Claimable is checked again here, on the row itself: when another dispatcher claimed and committed it after
+  -- this statement's snapshot, Postgres re-checks these conditions on the newest version of the locked row (the
+  -- ranked list below was read from the old snapshot and would let the row be claimed twice).
+  where dd.status = 'pending' and dd.next_attempt_at <= now() and (dd.locked_until is null or dd.locked_until < now())
+    and (dd.endpoint_id, dd.event_id) in (
     -- At most $4 per endpoint, oldest first, so one busy endpoint cannot take every free slot.
     select endpoint_id, event_id from (
       select w.endpoint_id, w.event_id, row_number() over (partition by w.endpoint_id order by w.next_attempt_at) as rank
