@@ -15,23 +15,25 @@ interface Claimed extends Target { account_id: string; endpoint_id: string; even
 
 // Claims, and in the same round trip reads what each attempt needs (the endpoint and the event's exact bytes).
 const CLAIM = `
-with claimed as (
+with candidates as materialized (
+  -- At most $4 per endpoint, oldest first, so one busy endpoint cannot take every free slot. Computed once
+  -- (materialized): as a subquery the planner re-ran it for every pending row, quadratic in the backlog.
+  select endpoint_id, event_id from (
+    select w.endpoint_id, w.event_id, row_number() over (partition by w.endpoint_id order by w.next_attempt_at) as rank
+    from webhook_deliveries w join webhook_endpoints e on e.id = w.endpoint_id and e.status = 'enabled'
+    where w.status = 'pending' and w.next_attempt_at <= now() and (w.locked_until is null or w.locked_until < now())
+      and not (w.endpoint_id = any($3::text[]))
+  ) ranked where rank <= $4
+),
+claimed as (
 update webhook_deliveries d set locked_until = now() + ($1 || ' milliseconds')::interval, attempts = d.attempts + 1
 from (
   select dd.endpoint_id, dd.event_id from webhook_deliveries dd
-  -- Claimable is checked again here, on the row itself: when another dispatcher claimed and committed it after
-  -- this statement's snapshot, Postgres re-checks these conditions on the newest version of the locked row (the
-  -- ranked list below was read from the old snapshot and would let the row be claimed twice).
+  join candidates using (endpoint_id, event_id)
+  -- Claimable is checked again on the row itself: when another dispatcher claimed and committed it after this
+  -- statement's snapshot, Postgres re-checks these conditions on the newest version of the locked row (the
+  -- candidates were read from the old snapshot and would let the row be claimed twice).
   where dd.status = 'pending' and dd.next_attempt_at <= now() and (dd.locked_until is null or dd.locked_until < now())
-    and (dd.endpoint_id, dd.event_id) in (
-    -- At most $4 per endpoint, oldest first, so one busy endpoint cannot take every free slot.
-    select endpoint_id, event_id from (
-      select w.endpoint_id, w.event_id, row_number() over (partition by w.endpoint_id order by w.next_attempt_at) as rank
-      from webhook_deliveries w join webhook_endpoints e on e.id = w.endpoint_id and e.status = 'enabled'
-      where w.status = 'pending' and w.next_attempt_at <= now() and (w.locked_until is null or w.locked_until < now())
-        and not (w.endpoint_id = any($3::text[]))
-    ) ranked where rank <= $4
-  )
   order by dd.next_attempt_at
   limit $2
   for update of dd skip locked
