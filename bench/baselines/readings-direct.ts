@@ -69,10 +69,13 @@ if (import.meta.main) {
   // Postgres's backends are taken when the window opens: by then the warm-up has opened this process's connections.
   const backends = config.store.kind === 'sql' ? backendsOf(new URL(config.store.databaseUrl).pathname.slice(1)) : undefined
   const opened = setTimeout(() => { window = cpuWindow({ ...config.watch, ...(backends ? { store: backends() } : {}) }); cpu0 = process.cpuUsage() }, config.warmupMs)
-  const closed = setTimeout(() => {
+  // The lanes can finish their last walk a moment before this timer fires; the run waits for it rather than
+  // cancel it, so the window is always measured.
+  const windowClosed = new Promise<void>((resolve) => setTimeout(() => {
     const used = process.cpuUsage(cpu0)
     measured = { cpu: (used.user + used.system) / 1000 / config.durationMs, machine: window!() }
-  }, config.warmupMs + config.durationMs)
+    resolve()
+  }, config.warmupMs + config.durationMs))
 
   await Promise.all(Array.from({ length: config.lanes }, async () => {
     while (performance.now() < windowEnd) {
@@ -99,7 +102,8 @@ if (import.meta.main) {
       }
     }
   }))
-  clearTimeout(opened); clearTimeout(closed)
+  clearTimeout(opened)
+  await windowClosed
   await close()
   if (!measured) throw new Error('the window never closed')
   const sorted = Float64Array.from(latencies).sort()
