@@ -123,11 +123,11 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
     state.principal = principal
     const windowMs = deps.config.rateLimitWindowSeconds * 1000
     // Device keys feed the ingest hot path, so they are counted locally (see rate-limit.ts).
-    if (principal.kind === 'device') return limit(state, principal, deps.rateLimiter.local(principal.keyId, windowMs))
-    return deps.rateLimiter.exact(principal.keyId, windowMs).then((hit) => limit(state, principal, hit))
+    if (principal.kind === 'device') return countAgainstLimit(state, principal, deps.rateLimiter.local(principal.keyId, windowMs))
+    return deps.rateLimiter.exact(principal.keyId, windowMs).then((hit) => countAgainstLimit(state, principal, hit))
   }
 
-  function limit(state: RequestState, principal: Principal, { count, resetMs }: Hit) {
+  function countAgainstLimit(state: RequestState, principal: Principal, { count, resetMs }: Hit) {
     const limit = rateLimitFor(deps.config, principal.plan, principal.kind)
     const windowSeconds = deps.config.rateLimitWindowSeconds
     const resetSeconds = Math.max(1, Math.ceil(resetMs / 1000))
@@ -162,7 +162,7 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
   }
 
   /** Everything after authentication: 404/405, 403, 413/415. */
-  function route(request: Request, state: RequestState, method: string, path: string, match: RouteMatch) {
+  function checkRoute(request: Request, state: RequestState, method: string, path: string, match: RouteMatch) {
     if (match.kind === 'none') {
       // A write to a path v1 does not serve is a write v1 does not include (CONTRACT §5): 405, no methods allowed.
       if (method === 'GET' || method === 'HEAD') throw new ApiError('not_found', `No route ${method} ${path}.`)
@@ -213,10 +213,10 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
         if (token === undefined && keyParam && method === 'POST') state.deferredAuth = true
         else {
           const admitted = authenticate(state, token)
-          if (admitted) return admitted.then(() => route(request, state, method, path, match))
+          if (admitted) return admitted.then(() => checkRoute(request, state, method, path, match))
         }
       }
-      route(request, state, method, path, match)
+      checkRoute(request, state, method, path, match)
     },
 
     async admitDeferred(request, token) {
