@@ -8,33 +8,41 @@ export const ID_PREFIXES = {
 } as const
 export type IdKind = keyof typeof ID_PREFIXES
 
-let lastTime = 0
-let lastTimeText = ''
-const lastRandom = new Uint8Array(10)
+let lastTime = -1
+/** The 80 random bits as 16 base-32 digits (5 bits each, exactly 80 bits), most significant first. */
+const digits = new Uint8Array(16)
+/** The time part and the first 12 random digits as text: ids made within one millisecond share it. */
+let head = ''
+/** Digits from this index on are not in `head` and are encoded for every id. */
+const TAIL = 12
 
-/** A ULID body; monotonic within one millisecond so ids made together still sort in creation order. */
+function encodeHead(now: number) {
+  let time = ''
+  for (let i = 0, t = now; i < 10; i++) { time = ALPHABET[t % 32] + time; t = Math.floor(t / 32) }
+  let random = ''
+  for (let i = 0; i < TAIL; i++) random += ALPHABET[digits[i]!]
+  head = time + random
+}
+
+/**
+ * A ULID body; monotonic within one millisecond so ids made together still sort in creation order. Every
+ * request gets one (its request id), so an id within the same millisecond costs four characters of encoding.
+ */
 export function ulid(now = Date.now()): string {
   if (now <= lastTime) {
-    // Same millisecond: increment the random part instead of drawing a new one.
-    for (let i = 9; i >= 0; i--) {
-      if (lastRandom[i]! < 255) { lastRandom[i]!++; break }
-      lastRandom[i] = 0
-    }
+    // Same millisecond: add one to the random part (base 32, carrying) instead of drawing a new one.
+    let i = 15
+    while (i >= 0 && digits[i] === 31) digits[i--] = 0
+    if (i >= 0) digits[i]!++
+    if (i < TAIL) encodeHead(lastTime)
   } else {
-    crypto.getRandomValues(lastRandom)
+    crypto.getRandomValues(digits)
+    // 256 is a multiple of 32, so each masked byte is a uniform digit.
+    for (let i = 0; i < 16; i++) digits[i]! &= 31
     lastTime = now
-    // The time part changes once a millisecond; every id made within it (a request id each) reuses the text.
-    lastTimeText = ''
-    for (let i = 0, t = now; i < 10; i++) { lastTimeText = ALPHABET[t % 32] + lastTimeText; t = Math.floor(t / 32) }
+    encodeHead(now)
   }
-  let out = lastTimeText
-  // 80 random bits → 16 base32 chars, 5 bits at a time.
-  let bits = 0, value = 0
-  for (const byte of lastRandom) {
-    value = (value << 8) | byte; bits += 8
-    while (bits >= 5) { out += ALPHABET[(value >>> (bits - 5)) & 31]; bits -= 5 }
-  }
-  return out
+  return head + ALPHABET[digits[12]!] + ALPHABET[digits[13]!] + ALPHABET[digits[14]!] + ALPHABET[digits[15]!]
 }
 
 export function newId(kind: IdKind): string {

@@ -44,6 +44,21 @@ describe('ids (CONTRACT §1)', () => {
     expect(ulid(0)).toHaveLength(26)
   })
 
+  test('ids made within one millisecond keep increasing, also when the increment carries past the last four characters', () => {
+    // 2^21 ids in one millisecond (a fixed `now`): the last four base-32 digits (32^4 = 2^20 values) wrap at
+    // least once, so the carry into the cached part of the id is exercised whatever the random start.
+    const now = Date.now()
+    let previous = ulid(now)
+    let carriedPastTail = false
+    for (let i = 0; i < 2 ** 21; i++) {
+      const id = ulid(now)
+      if (id <= previous) throw new Error(`not increasing: ${previous} then ${id}`)
+      if (id.slice(0, 22) !== previous.slice(0, 22)) carriedPastTail = true
+      previous = id
+    }
+    expect(carriedPastTail).toBe(true)
+  })
+
   test('the first ten characters encode the creation time in milliseconds', async () => {
     const decode = (id: string) => [...id.slice(0, 10)].reduce((ms, c) => ms * 32 + '0123456789abcdefghjkmnpqrstvwxyz'.indexOf(c), 0)
     const before = Date.now()
