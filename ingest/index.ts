@@ -7,6 +7,7 @@ import { ApiError } from '../src/http/errors.ts'
 import { op } from '../src/http/operation.ts'
 import { API_PREFIX, type Pipeline } from '../src/http/pipeline.ts'
 import { principalOf } from '../src/http/request.ts'
+import { JsonInteger } from '../src/http/schemas.ts'
 import { oneOf } from '../src/records/fields.ts'
 import { Batcher, IngestUnavailable } from './batcher.ts'
 import { DeviceDirectory, type DeviceInfo } from './devices.ts'
@@ -68,9 +69,9 @@ const ReadingsBatch = t.Object({
   readings: t.Array(t.Unknown({ description: 'A reading `{ channel, value, ts? }`; each is checked on its own.' }), { minItems: 1, maxItems: MAX_READINGS_PER_BATCH }),
 }, { additionalProperties: false, $id: '#/components/schemas/ReadingsBatch' })
 const Accepted = t.Object({
-  accepted: t.Integer({ description: 'Readings stored (a reading already stored with the same channel and ts counts: retries are safe).' }),
+  accepted: JsonInteger({ description: 'Readings stored (a reading already stored with the same channel and ts counts: retries are safe).' }),
   rejected: t.Array(t.Object({
-    index: t.Integer(),
+    index: JsonInteger(),
     code: oneOf(['invalid_reading', 'invalid_channel', 'invalid_value', 'invalid_timestamp', 'timestamp_in_future', 'duplicate_reading']),
     message: t.String(),
   }), { description: 'Readings refused, by their index in the batch; the rest were stored.' }),
@@ -87,7 +88,8 @@ const PingBody = t.Object({
 
 export function ingestRoutes(deps: Deps, pipeline: Pipeline) {
   const ping = async (request: Request, set: { status?: number | string }, fields: Record<string, unknown>, where: string) => {
-    const device = await deviceOf(deps, request)
+    const known = deviceOf(deps, request)
+    const device = known instanceof Promise ? await known : known
     const { parsed, problems } = parsePing(fields, device, Date.now(), where)
     if (!parsed) throw new ApiError('validation_failed', 'The ping carries no valid readings.', { errors: problems })
     await accept(deps, device, parsed)
@@ -96,7 +98,9 @@ export function ingestRoutes(deps: Deps, pipeline: Pipeline) {
   }
   return new Elysia({ name: 'ingest', prefix: API_PREFIX })
     .post('/sensors/readings', async ({ request, body, set }) => {
-      const device = await deviceOf(deps, request)
+      // Awaited only on a cache miss: an await costs a turn of the microtask queue on every request.
+      const known = deviceOf(deps, request)
+      const device = known instanceof Promise ? await known : known
       const parsed = parseBatch(body.readings, device, Date.now())
       await accept(deps, device, parsed)
       set.status = 202

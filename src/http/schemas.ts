@@ -1,5 +1,13 @@
 // Schemas shared by many routes: the problem body and the list envelope.
+import { Type, type IntegerOptions } from '@sinclair/typebox'
 import { t, type TSchema } from 'elysia'
+
+/**
+ * An integer inside a JSON document (a response, or a JSON body). Elysia's t.Integer also takes numeric
+ * strings, which query strings need; that makes it a transform, and Elysia then re-encodes a response declared
+ * with one field by field, through TypeBox's interpreter, on every request. Hot-path responses use this.
+ */
+export const JsonInteger = (options?: IntegerOptions) => Type.Integer(options)
 
 export const Problem = t.Object({
   type: t.String({ format: 'uri' }),

@@ -8,7 +8,7 @@ import { ApiError } from '../../http/errors.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
-import { PageOf, pageQuery } from '../../http/schemas.ts'
+import { JsonInteger, PageOf, pageQuery } from '../../http/schemas.ts'
 import { Instant, nullable, oneOf } from '../../records/fields.ts'
 
 export const INTERVALS = { '1m': 60_000, '5m': 300_000, '15m': 900_000, '30m': 1_800_000, '1h': 3_600_000, '6h': 21_600_000, '12h': 43_200_000, '1d': 86_400_000 } as const
@@ -22,7 +22,7 @@ const ReadingRow = t.Object({
   environment_id: nullable(t.String()),
   value: t.Optional(t.Number({ description: 'Raw and latest rows.' })),
   avg: t.Optional(t.Number()), min: t.Optional(t.Number()), max: t.Optional(t.Number()), last: t.Optional(t.Number()),
-  count: t.Optional(t.Integer()),
+  count: t.Optional(JsonInteger()),
 }, { $id: '#/components/schemas/ReadingRow', description: 'A reading, or with `interval` one bucket of a series (its `ts` is the bucket start) carrying the requested aggregates.' })
 
 const Query = t.Object({
