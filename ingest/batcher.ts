@@ -22,12 +22,20 @@ export class IngestUnavailable extends Error {
   constructor(message: string, readonly retryAfterSeconds: number) { super(message) }
 }
 
-interface Batch { readings: Reading[]; waiters: { resolve(): void; reject(error: Error): void }[] }
+/** Every request whose readings are in a batch awaits the batch's one promise, settled by its write. */
+interface Batch { readings: Reading[]; written: Promise<void>; settle: { resolve(): void; reject(error: Error): void } }
+
+function newBatch(): Batch {
+  const { promise, resolve, reject } = Promise.withResolvers<void>()
+  // A batch is written only once a request awaits it; this keeps a failure from counting as unhandled before then.
+  promise.catch(() => {})
+  return { readings: [], written: promise, settle: { resolve, reject } }
+}
 
 const RECOVERY_MS = 1000
 
 export class Batcher {
-  private current: Batch = { readings: [], waiters: [] }
+  private current: Batch = newBatch()
   private readonly sealed: Batch[] = []
   private inFlight = 0
   /** Readings accepted into memory and not yet written (current + sealed + in flight). */
@@ -50,10 +58,9 @@ export class Batcher {
     if (this.current.readings.length + readings.length > this.options.maxBatch) this.seal()
     const batch = this.current
     for (const reading of readings) batch.readings.push(reading)
-    const done = new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }))
     if (batch.readings.length >= this.options.maxBatch) this.seal()
     else this.timer ??= setTimeout(() => { this.timer = undefined; this.seal() }, this.options.flushMs)
-    return done
+    return batch.written
   }
 
   /** Stops accepting, writes everything queued, and resolves when the last write has finished (SIGTERM). */
@@ -68,7 +75,7 @@ export class Batcher {
     if (this.timer) { clearTimeout(this.timer); this.timer = undefined }
     if (this.current.readings.length === 0) return
     this.sealed.push(this.current)
-    this.current = { readings: [], waiters: [] }
+    this.current = newBatch()
     this.pump()
   }
 
@@ -87,12 +94,12 @@ export class Batcher {
         this.store.write(batch.readings),
         new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('write timed out')), this.options.writeTimeoutMs) }),
       ])
-      for (const waiter of batch.waiters) waiter.resolve()
+      batch.settle.resolve()
     } catch (cause) {
       this.options.onWriteError?.(cause, batch.readings.length)
       this.unhealthyUntil = Date.now() + RECOVERY_MS
       const error = new IngestUnavailable('The readings store did not take the readings; retry the batch.', Math.ceil(RECOVERY_MS / 1000))
-      for (const waiter of batch.waiters) waiter.reject(error)
+      batch.settle.reject(error)
     } finally {
       clearTimeout(timer)
       this.inFlight--

@@ -47,11 +47,11 @@ export class DeviceDirectory {
   }
 
   /** Notes that a device reported, and which of its channels arrived without a mapping. */
-  seen(device: DeviceInfo, unmapped: Iterable<string>) {
+  seen(device: DeviceInfo, unmapped: ReadonlySet<string>) {
     let sighting = this.sightings.get(device.id)
     if (!sighting) { sighting = { lastSeen: 0, unmapped: new Set() }; this.sightings.set(device.id, sighting) }
     sighting.lastSeen = Date.now()
-    for (const channel of unmapped) if (!device.unmapped.has(channel)) { device.unmapped.add(channel); sighting.unmapped.add(channel) }
+    if (unmapped.size) for (const channel of unmapped) if (!device.unmapped.has(channel)) { device.unmapped.add(channel); sighting.unmapped.add(channel) }
   }
 
   /**

@@ -73,10 +73,13 @@ function tokenOf(request: Request): string | undefined {
   return bearer ?? apiKey
 }
 
-function applyRateLimitHeaders(state: RequestState, rl: RateLimitState) {
-  state.headers['ratelimit-policy'] = `"default";q=${rl.limit};w=${rl.windowSeconds}`
+/** The rate-limit header values fixed by a key's limit (the window is the pipeline's), made once per limit. */
+interface FixedRateLimitTexts { policy: string; limit: string }
+
+function applyRateLimitHeaders(state: RequestState, rl: RateLimitState, fixed: FixedRateLimitTexts) {
+  state.headers['ratelimit-policy'] = fixed.policy
   state.headers['ratelimit'] = `"default";r=${rl.remaining};t=${rl.resetSeconds}`
-  state.headers['x-ratelimit-limit'] = String(rl.limit)
+  state.headers['x-ratelimit-limit'] = fixed.limit
   state.headers['x-ratelimit-remaining'] = String(rl.remaining)
   state.headers['x-ratelimit-reset'] = String(rl.resetAt)
 }
@@ -106,6 +109,16 @@ export interface Pipeline {
  * The state it fills is read by handlers (principal) and by every response (headers).
  */
 export function createPipeline(deps: PipelineDeps): Pipeline {
+  const windowSeconds = deps.config.rateLimitWindowSeconds
+  const windowMs = windowSeconds * 1000
+  /** Rate-limit header values that depend only on the limit, made once per limit. */
+  const fixedTexts = new Map<number, FixedRateLimitTexts>()
+  const fixedTextsFor = (limit: number) => {
+    let texts = fixedTexts.get(limit)
+    if (!texts) { texts = { policy: `"default";q=${limit};w=${windowSeconds}`, limit: String(limit) }; fixedTexts.set(limit, texts) }
+    return texts
+  }
+
   // The checks below return a promise only when they must wait (a key not yet cached, a personal key's
   // shared-store rate limit): a device key on the ingest path is admitted without awaiting anything.
   function authenticate(state: RequestState, token: string | undefined): void | Promise<void> {
@@ -121,7 +134,6 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
       throw new ApiError('invalid_token', 'The key is malformed, unknown, revoked or expired.', { headers: { 'www-authenticate': 'Bearer realm="api", error="invalid_token"' } })
     }
     state.principal = principal
-    const windowMs = deps.config.rateLimitWindowSeconds * 1000
     // Device keys feed the ingest hot path, so they are counted locally (see rate-limit.ts).
     if (principal.kind === 'device') return countAgainstLimit(state, principal, deps.rateLimiter.local(principal.keyId, windowMs))
     return deps.rateLimiter.exact(principal.keyId, windowMs).then((hit) => countAgainstLimit(state, principal, hit))
@@ -129,11 +141,10 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
 
   function countAgainstLimit(state: RequestState, principal: Principal, { count, resetMs }: Hit) {
     const limit = rateLimitFor(deps.config, principal.plan, principal.kind)
-    const windowSeconds = deps.config.rateLimitWindowSeconds
     const resetSeconds = Math.max(1, Math.ceil(resetMs / 1000))
     const rl: RateLimitState = { limit, remaining: Math.max(0, limit - count), windowSeconds, resetSeconds, resetAt: Math.ceil((Date.now() + resetMs) / 1000) }
     state.rateLimit = rl
-    applyRateLimitHeaders(state, rl)
+    applyRateLimitHeaders(state, rl, fixedTextsFor(limit))
     if (count > limit) {
       throw new ApiError('rate_limited', `This key may make ${limit} requests every ${windowSeconds} s; try again in ${resetSeconds} s.`, { headers: { 'retry-after': String(resetSeconds) } })
     }

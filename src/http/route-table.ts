@@ -2,7 +2,15 @@ import { ROUTE_POLICY, type RoutePolicy } from './operation.ts'
 
 export interface ApiRoute { method: string; path: string; policy: RoutePolicy }
 
-interface PathEntry { path: string; methods: Map<string, ApiRoute>; allow: string; allPublic: boolean }
+interface PathEntry {
+  path: string
+  methods: Map<string, ApiRoute>
+  allow: string
+  allPublic: boolean
+  /** The answers match() gives for this path, built once: match() runs on every request. */
+  routeMatches: Map<string, RouteMatch>
+  methodMismatch: RouteMatch
+}
 
 export type RouteMatch =
   | { kind: 'route'; route: ApiRoute; allPublic: boolean }
@@ -13,6 +21,8 @@ export type RouteMatch =
  * The served /api/v1 routes, indexed for the request pipeline, which must know a route's policy (and which
  * methods its path allows, for 405) before Elysia parses the body. Built from the app's own route list.
  */
+const NO_MATCH: RouteMatch = { kind: 'none' }
+
 export class RouteTable {
   private readonly staticPaths = new Map<string, PathEntry>()
   private readonly paramPaths: { pattern: RegExp; entry: PathEntry }[] = []
@@ -24,12 +34,14 @@ export class RouteTable {
       const policy = route.hooks?.detail?.[ROUTE_POLICY] as RoutePolicy | undefined
       if (!policy) throw new Error(`${route.method} ${route.path} declares no operation policy (use op())`)
       let entry = entries.get(route.path)
-      if (!entry) { entry = { path: route.path, methods: new Map(), allow: '', allPublic: true }; entries.set(route.path, entry) }
+      if (!entry) { entry = { path: route.path, methods: new Map(), allow: '', allPublic: true, routeMatches: new Map(), methodMismatch: NO_MATCH }; entries.set(route.path, entry) }
       entry.methods.set(route.method, { method: route.method, path: route.path, policy })
     }
     for (const entry of entries.values()) {
       entry.allow = [...entry.methods.keys()].sort().join(', ')
       entry.allPublic = [...entry.methods.values()].every((r) => r.policy.public)
+      for (const [method, route] of entry.methods) entry.routeMatches.set(method, { kind: 'route', route, allPublic: entry.allPublic })
+      entry.methodMismatch = { kind: 'method', allow: entry.allow, allPublic: entry.allPublic }
       if (entry.path.includes(':')) {
         const source = entry.path.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')
         this.paramPaths.push({ pattern: new RegExp(`^${source}$`), entry })
@@ -42,8 +54,7 @@ export class RouteTable {
   match(method: string, path: string): RouteMatch {
     let entry = this.staticPaths.get(path)
     if (!entry) for (const candidate of this.paramPaths) if (candidate.pattern.test(path)) { entry = candidate.entry; break }
-    if (!entry) return { kind: 'none' }
-    const route = entry.methods.get(method)
-    return route ? { kind: 'route', route, allPublic: entry.allPublic } : { kind: 'method', allow: entry.allow, allPublic: entry.allPublic }
+    if (!entry) return NO_MATCH
+    return entry.routeMatches.get(method) ?? entry.methodMismatch
   }
 }
