@@ -8,11 +8,11 @@ import { accountAndToken, cleanRedis, createDevices, freshDatabase, serverEnv } 
 
 const NAME = 'http-layer'
 /** Readings per request unless --batch says otherwise. */
-const READINGS_PER_REQUEST = 10
+export const READINGS_PER_REQUEST = 10
 /** Channels of the device; a bigger batch repeats them at later timestamps, as a real device would. */
-const CHANNELS = 10
+export const CHANNELS = 10
 /** Keep-alive connections unless --concurrency says otherwise. */
-const LANES = Number(process.env.BENCH_HTTP_LANES || 64)
+export const LANES = Number(process.env.BENCH_HTTP_LANES || 64)
 
 export const httpLayer: Scenario = async (ctx: ScenarioContext) => {
   // The bare Bun.serve baseline has to run on the same machine as the server it is compared with.
@@ -33,18 +33,7 @@ export const httpLayer: Scenario = async (ctx: ScenarioContext) => {
     const [device] = await createDevices(ours.baseUrl, token, 1, CHANNELS)
     bare = await startServer('bare server', [BUN, 'bench/servers/bare-server.ts'], {})
 
-    const ts = Date.now() - 3_600_000
-    const body = JSON.stringify({ readings: Array.from({ length: readingsPerRequest }, (_, i) => ({ channel: `c${i % CHANNELS}`, value: 20 + i / 10, ts: ts + Math.floor(i / CHANNELS) })) })
-    const common = { lanes, warmupMs: ctx.warmupSeconds * 1000, durationMs: ctx.seconds * 1000, mode: 'closed' as const, drainMs: 10_000 }
-    const post = (server: Child, path: string) => runLoad({
-      ...common, url: server.baseUrl + path, method: 'POST', body: { kind: 'fixed', text: body },
-      keys: [device!.key], auth: 'header', countAccepted: true,
-    }, ctx.generators, { server: () => [server.pid] })
-    const ping = (server: Child, path: string) => runLoad({
-      ...common, url: `${server.baseUrl}${path}?t1=27.5&h1=61&t2=26.1&h2=58`, method: 'GET', body: { kind: 'none' },
-      keys: [device!.key], auth: 'query', countAccepted: false,
-    }, ctx.generators, { server: () => [server.pid] })
-
+    const { post, ping } = ingestLoads(ctx, device!.key, lanes, readingsPerRequest)
     ctx.log(`${NAME}: POST /sensors/readings (${readingsPerRequest} readings, ${lanes} lanes) on our server…`)
     const oursPost = await post(ours, '/api/v1/sensors/readings')
     ctx.log(`${NAME}: the same POST on a bare Bun.serve…`)
@@ -58,9 +47,8 @@ export const httpLayer: Scenario = async (ctx: ScenarioContext) => {
     check(oursPost, 202); check(barePost, 202); check(oursPing, 204); check(barePing, 204)
     // Server CPU per answered request does not depend on whether the generator kept up: the fairer comparison
     // on a machine where the generator and the server share two cores.
-    const perRequest = (r: LoadResult) => (r.watched.server! * 1e6) / r.requestsPerSecond
     const cpuNote = (o: LoadResult, b: LoadResult) =>
-      `server CPU per request ours ${perRequest(o).toFixed(0)} µs / bare ${perRequest(b).toFixed(0)} µs (ratio ${(perRequest(b) / perRequest(o)).toFixed(2)}); ` +
+      `server CPU per request ours ${cpuPerRequest(o).toFixed(0)} µs / bare ${cpuPerRequest(b).toFixed(0)} µs (ratio ${(cpuPerRequest(b) / cpuPerRequest(o)).toFixed(2)}); ` +
       `server ${o.watched.server!.toFixed(2)} / ${b.watched.server!.toFixed(2)} cores; generator ${o.cpu.toFixed(2)} / ${b.cpu.toFixed(2)} cores (${o.generators} process${o.generators > 1 ? 'es' : ''})` +
       `${b.cpu >= 0.9 * b.generators ? ' — the generator was saturated against the bare server, so the ratio flatters us' : ''}; ` +
       `others ${o.others.toFixed(2)} / ${b.others.toFixed(2)} cores; p99 ${o.latency.p99.toFixed(1)} / ${b.latency.p99.toFixed(1)} ms`
@@ -76,6 +64,29 @@ export const httpLayer: Scenario = async (ctx: ScenarioContext) => {
     await bare?.stop()
     await database.drop()
     await cleanRedis(env.REDIS_PREFIX!)
+  }
+}
+
+/** Server CPU seconds per answered request, in µs: it does not depend on whether the generator kept up. */
+export const cpuPerRequest = (r: LoadResult) => (r.watched.server! * 1e6) / r.requestsPerSecond
+
+/**
+ * The two loads every HTTP-layer comparison drives, the same against each server: a POST of `readingsPerRequest`
+ * readings (JSON, key in the header) and a GET ping with four channels (key in the query string).
+ */
+export function ingestLoads(ctx: ScenarioContext, key: string, lanes: number, readingsPerRequest: number) {
+  const ts = Date.now() - 3_600_000
+  const body = JSON.stringify({ readings: Array.from({ length: readingsPerRequest }, (_, i) => ({ channel: `c${i % CHANNELS}`, value: 20 + i / 10, ts: ts + Math.floor(i / CHANNELS) })) })
+  const common = { lanes, warmupMs: ctx.warmupSeconds * 1000, durationMs: ctx.seconds * 1000, mode: 'closed' as const, drainMs: 10_000 }
+  return {
+    post: (server: Child, path: string) => runLoad({
+      ...common, url: server.baseUrl + path, method: 'POST', body: { kind: 'fixed', text: body },
+      keys: [key], auth: 'header', countAccepted: true,
+    }, ctx.generators, { server: () => [server.pid] }),
+    ping: (server: Child, path: string) => runLoad({
+      ...common, url: `${server.baseUrl}${path}?t1=27.5&h1=61&t2=26.1&h2=58`, method: 'GET', body: { kind: 'none' },
+      keys: [key], auth: 'query', countAccepted: false,
+    }, ctx.generators, { server: () => [server.pid] }),
   }
 }
 

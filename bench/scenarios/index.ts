@@ -3,6 +3,7 @@ import type { Scenario } from '../lib/report.ts'
 import { activities } from './activities.ts'
 import { animalsWalk } from './animals-walk.ts'
 import { generatorCheck } from './generator-check.ts'
+import { httpFloor } from './http-floor.ts'
 import { httpLayer } from './http-layer.ts'
 import { ingestBatches } from './ingest-batches.ts'
 import { ingestPostgres } from './ingest-postgres.ts'
@@ -16,6 +17,8 @@ import { webhooks } from './webhooks.ts'
 
 export const SCENARIOS: Record<string, Scenario> = {
   'http-layer': httpLayer,
+  // What the http-layer ratios are made of: bare → + headers → Elysia → Elysia + headers → ours.
+  'http-floor': httpFloor,
   'ping-devices': pingDevices,
   'ingest-postgres': ingestPostgres,
   // Right after ingest-postgres, whose maximum rate it halves (and before QuestDB's background work starts).

@@ -1,0 +1,62 @@
+// Rungs of the ladder between a bare Bun.serve and our server (the `http-floor` scenario): each does the least
+// an ingest endpoint can do, as bench/servers/bare-server.ts does (POST parses the JSON body and answers 202
+// with a small document; GET answers 204), and adds one thing. FLOOR picks the rung:
+//   bare-headers    bare Bun.serve, plus the seven headers CONTRACT puts on every authenticated response
+//   elysia          an Elysia app with the two routes and nothing else
+//   elysia-headers  that app, plus the seven headers set from an onRequest hook, as our app sets them
+// The header values change per request as ours do: a new request id, a rate-limit count going down.
+import { Elysia } from 'elysia'
+import { ulid } from '../../src/ids.ts'
+import { API_VERSION } from '../../src/platform.ts'
+
+const FLOOR = process.env.FLOOR
+const LIMIT = 1_000_000_000
+const WINDOW_SECONDS = 60
+let used = 0
+
+function contractHeaders(): Record<string, string> {
+  used++
+  const now = Date.now()
+  const resetMs = WINDOW_SECONDS * 1000 - (now % (WINDOW_SECONDS * 1000))
+  return {
+    'x-request-id': `req_${ulid(now)}`,
+    'api-version': API_VERSION,
+    'ratelimit-policy': `"default";q=${LIMIT};w=${WINDOW_SECONDS}`,
+    'ratelimit': `"default";r=${LIMIT - used};t=${Math.ceil(resetMs / 1000)}`,
+    'x-ratelimit-limit': String(LIMIT),
+    'x-ratelimit-remaining': String(LIMIT - used),
+    'x-ratelimit-reset': String(Math.ceil((now + resetMs) / 1000)),
+  }
+}
+
+const port = Number(process.env.PORT ?? 0)
+let stop: () => void
+if (FLOOR === 'bare-headers') {
+  const server = Bun.serve({
+    hostname: '127.0.0.1', port,
+    async fetch(request) {
+      if (request.method === 'POST') {
+        const body = (await request.json()) as { readings?: unknown[] }
+        return Response.json({ accepted: Array.isArray(body?.readings) ? body.readings.length : 0, rejected: [] }, { status: 202, headers: contractHeaders() })
+      }
+      return new Response(null, { status: 204, headers: contractHeaders() })
+    },
+  })
+  stop = () => server.stop(true)
+} else if (FLOOR === 'elysia' || FLOOR === 'elysia-headers') {
+  const app = new Elysia({ normalize: false })
+  if (FLOOR === 'elysia-headers') app.onRequest(({ set }) => { Object.assign(set.headers, contractHeaders()) })
+  app.post('/readings', ({ body, set }) => {
+    set.status = 202
+    const readings = (body as { readings?: unknown[] } | undefined)?.readings
+    return { accepted: Array.isArray(readings) ? readings.length : 0, rejected: [] }
+  })
+    .get('/ping', ({ set }) => { set.status = 204 })
+    .listen({ hostname: '127.0.0.1', port, reusePort: false })
+  stop = () => void app.stop(true)
+} else {
+  console.error(`FLOOR must be bare-headers, elysia or elysia-headers, not ${FLOOR}`)
+  process.exit(2)
+}
+console.log(`listening on http://127.0.0.1:${port} (floor: ${FLOOR})`)
+process.on('SIGTERM', () => { stop(); process.exit(0) })
