@@ -17,12 +17,12 @@ export type RouteMatch =
   | { kind: 'method'; allow: string; allPublic: boolean }
   | { kind: 'none' }
 
+const NO_MATCH: RouteMatch = { kind: 'none' }
+
 /**
  * The served /api/v1 routes, indexed for the request pipeline, which must know a route's policy (and which
  * methods its path allows, for 405) before Elysia parses the body. Built from the app's own route list.
  */
-const NO_MATCH: RouteMatch = { kind: 'none' }
-
 export class RouteTable {
   private readonly staticPaths = new Map<string, PathEntry>()
   private readonly paramPaths: { pattern: RegExp; entry: PathEntry }[] = []
