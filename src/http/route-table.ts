@@ -2,15 +2,8 @@ import { ROUTE_POLICY, type RoutePolicy } from './operation.ts'
 
 export interface ApiRoute { method: string; path: string; policy: RoutePolicy }
 
-interface PathEntry {
-  path: string
-  methods: Map<string, ApiRoute>
-  allow: string
-  allPublic: boolean
-  /** The answers match() gives for this path, built once: match() runs on every request. */
-  routeMatches: Map<string, RouteMatch>
-  methodMismatch: RouteMatch
-}
+/** The answers match() gives for one path, built once: match() runs on every request. */
+interface PathEntry { routeMatches: Map<string, RouteMatch>; methodMismatch: RouteMatch }
 
 export type RouteMatch =
   | { kind: 'route'; route: ApiRoute; allPublic: boolean }
@@ -28,25 +21,26 @@ export class RouteTable {
   private readonly paramPaths: { pattern: RegExp; entry: PathEntry }[] = []
 
   constructor(routes: readonly { method: string; path: string; hooks?: { detail?: Record<string, unknown> } }[], prefix: string) {
-    const entries = new Map<string, PathEntry>()
+    const methodsByPath = new Map<string, Map<string, ApiRoute>>()
     for (const route of routes) {
       if (!route.path.startsWith(prefix)) continue
       const policy = route.hooks?.detail?.[ROUTE_POLICY] as RoutePolicy | undefined
       if (!policy) throw new Error(`${route.method} ${route.path} declares no operation policy (use op())`)
-      let entry = entries.get(route.path)
-      if (!entry) { entry = { path: route.path, methods: new Map(), allow: '', allPublic: true, routeMatches: new Map(), methodMismatch: NO_MATCH }; entries.set(route.path, entry) }
-      entry.methods.set(route.method, { method: route.method, path: route.path, policy })
+      let methods = methodsByPath.get(route.path)
+      if (!methods) { methods = new Map(); methodsByPath.set(route.path, methods) }
+      methods.set(route.method, { method: route.method, path: route.path, policy })
     }
-    for (const entry of entries.values()) {
-      entry.allow = [...entry.methods.keys()].sort().join(', ')
-      entry.allPublic = [...entry.methods.values()].every((r) => r.policy.public)
-      for (const [method, route] of entry.methods) entry.routeMatches.set(method, { kind: 'route', route, allPublic: entry.allPublic })
-      entry.methodMismatch = { kind: 'method', allow: entry.allow, allPublic: entry.allPublic }
-      if (entry.path.includes(':')) {
-        const source = entry.path.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')
+    for (const [path, methods] of methodsByPath) {
+      const allPublic = [...methods.values()].every((r) => r.policy.public)
+      const entry: PathEntry = {
+        routeMatches: new Map([...methods].map(([method, route]) => [method, { kind: 'route', route, allPublic }])),
+        methodMismatch: { kind: 'method', allow: [...methods.keys()].sort().join(', '), allPublic },
+      }
+      if (path.includes(':')) {
+        const source = path.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')
         this.paramPaths.push({ pattern: new RegExp(`^${source}$`), entry })
       } else {
-        this.staticPaths.set(entry.path, entry)
+        this.staticPaths.set(path, entry)
       }
     }
   }
