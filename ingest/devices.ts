@@ -4,8 +4,8 @@
 import { and, eq, isNull, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import { sensorDevices } from '../db/schema/index.ts'
+import { DEVICE_CHANNEL } from '../src/kv/channels.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
-import { DEVICE_CHANNEL } from '../src/modules/sensors/service.ts'
 
 export interface ChannelMapping { metric: string | null; environmentId: string | null }
 export interface DeviceInfo { id: string; accountId: string; channels: Map<string, ChannelMapping>; unmapped: Set<string> }

@@ -5,6 +5,7 @@ import { apiKeys, environments, sensorDevices, type DeviceChannel } from '../../
 import { createKey } from '../../auth/keys.ts'
 import type { Deps } from '../../deps.ts'
 import { ApiError, type FieldError } from '../../http/errors.ts'
+import { DEVICE_CHANNEL } from '../../kv/channels.ts'
 import { requireMatch } from '../../http/etag.ts'
 import { mergePatch } from '../../http/merge-patch.ts'
 import { newId } from '../../ids.ts'
@@ -15,9 +16,6 @@ import { claimForDevice, type ClaimRow } from './pairing.ts'
 
 export type DeviceRow = typeof sensorDevices.$inferSelect
 export const presentDevice = (row: DeviceRow) => presentRow(row)
-
-/** Published when a device's channels change or it is deleted, so every process re-reads its ingest cache. */
-export const DEVICE_CHANNEL = 'devices:invalidate'
 
 const metricUnits = new Map(METRICS.map((m) => [m.id, m.unit]))
 
