@@ -65,14 +65,14 @@ export class DeviceDirectory {
     const ids = batch.map(([deviceId]) => deviceId)
     const seenAt = batch.map(([, sighting]) => new Date(sighting.lastSeen).toISOString())
     await this.db.execute(sql`update ${sensorDevices} set last_seen_at = sighting.seen_at
-      from unnest(${`{${ids.join(',')}}`}::text[], ${`{${seenAt.join(',')}}`}::timestamptz[]) as sighting(id, seen_at)
+      from unnest(${sql.param(ids)}::text[], ${sql.param(seenAt)}::timestamptz[]) as sighting(id, seen_at)
       where ${sensorDevices.id} = sighting.id and ${sensorDevices.deleted_at} is null`)
       .catch(() => { /* best effort: last_seen_at is informational, and the next sighting writes it again */ })
     for (const [deviceId, sighting] of batch) {
       if (!sighting.unmapped.size) continue
       const unmapped = [...sighting.unmapped]
       await this.db.update(sensorDevices).set({
-        unmapped_channels: sql`(select array(select distinct unnest(${sensorDevices.unmapped_channels} || ${`{${unmapped.join(',')}}`}::text[]) order by 1))`,
+        unmapped_channels: sql`(select array(select distinct unnest(${sensorDevices.unmapped_channels} || ${sql.param(unmapped)}::text[]) order by 1))`,
       }).where(and(eq(sensorDevices.id, deviceId), isNull(sensorDevices.deleted_at))).catch(() => {
         // Noted again on the channel's next reading.
         for (const channel of unmapped) this.cache.get(deviceId)?.info.unmapped.delete(channel)

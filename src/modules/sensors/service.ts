@@ -34,7 +34,7 @@ async function resolveChannels(db: Executor, accountId: string, channels: Channe
   const seen = new Set<string>()
   const environmentIds = [...new Set(channels.map((c) => c.environment_id).filter((id): id is string => Boolean(id)))]
   const known = new Set(environmentIds.length
-    ? (await db.select({ id: environments.id }).from(environments).where(and(eq(environments.account_id, accountId), sql`${environments.id} = any(${`{${environmentIds.join(',')}}`}::text[])`))).map((r) => r.id)
+    ? (await db.select({ id: environments.id }).from(environments).where(and(eq(environments.account_id, accountId), sql`${environments.id} = any(${sql.param(environmentIds)}::text[])`))).map((r) => r.id)
     : [])
   const resolved = channels.map((channel, i) => {
     if (seen.has(channel.key)) errors.push({ path: `/body/channels/${i}/key`, message: 'is used by another channel of this device' })
