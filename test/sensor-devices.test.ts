@@ -164,3 +164,22 @@ describe('headless pairing', () => {
     expect(await poll(claim.claim_id)).toEqual({ status: 'pending' })
   })
 })
+
+describe('pairing claims per client address', () => {
+  // A server of its own: its shared store counts only this test's claims from 127.0.0.1.
+  let own: TestEnv
+  beforeAll(async () => { own = await createTestEnv() })
+  afterAll(async () => { await own.close() })
+
+  test('the 11th claim in a minute is refused with 429 and Retry-After, and stores nothing', async () => {
+    for (let i = 0; i < 10; i++) expect((await own.request('POST', '/api/v1/sensors/claim/start')).status).toBe(201)
+    const stored = async () => (await own.deps.database.db.select({ id: pairingClaims.id }).from(pairingClaims)).length
+    const before = await stored()
+    const limited = await own.request('POST', '/api/v1/sensors/claim/start')
+    await problem(limited, 429, 'rate_limited')
+    const retryAfter = Number(limited.headers.get('retry-after'))
+    expect(retryAfter).toBeGreaterThan(0)
+    expect(retryAfter).toBeLessThanOrEqual(60)
+    expect(await stored()).toBe(before)
+  })
+})
