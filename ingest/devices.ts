@@ -63,9 +63,11 @@ export class DeviceDirectory {
     const batch = [...this.sightings]
     this.sightings.clear()
     const ids = batch.map(([deviceId]) => deviceId)
-    const seenAt = batch.map(([, sighting]) => new Date(sighting.lastSeen).toISOString())
-    await this.db.execute(sql`update ${sensorDevices} set last_seen_at = sighting.seen_at
-      from unnest(${sql.param(ids)}::text[], ${sql.param(seenAt)}::timestamptz[]) as sighting(id, seen_at)
+    // Epoch milliseconds as float8[] (exact), as the SQL readings store sends them: drizzle leaves timestamp
+    // parameters to the driver unserialised, so postgres.js cannot bind a timestamptz[].
+    const seenMs = batch.map(([, sighting]) => sighting.lastSeen)
+    await this.db.execute(sql`update ${sensorDevices} set last_seen_at = to_timestamp(sighting.seen_ms / 1000)
+      from unnest(${sql.param(ids)}::text[], ${sql.param(seenMs)}::float8[]) as sighting(id, seen_ms)
       where ${sensorDevices.id} = sighting.id and ${sensorDevices.deleted_at} is null`)
       .catch(() => { /* best effort: last_seen_at is informational, and the next sighting writes it again */ })
     for (const [deviceId, sighting] of batch) {
