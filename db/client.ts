@@ -1,4 +1,5 @@
-// The only place that picks a database driver: postgres.js when DATABASE_URL is set, PGlite otherwise.
+// The two ways to open the database: postgres.js on a server, or PGlite embedded in this process. Which one a
+// process uses is picked in src/deps.ts, with every other implementation choice.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
@@ -39,29 +40,31 @@ function lockDataDir(dataDir: string): () => void {
   return () => rmSync(lockFile, { force: true })
 }
 
-export async function openDatabase(options: { databaseUrl?: string; dataDir: string }): Promise<Database> {
-  if (options.databaseUrl) {
-    const { default: postgres } = await import('postgres')
-    const { drizzle } = await import('drizzle-orm/postgres-js')
-    const { migrate } = await import('drizzle-orm/postgres-js/migrator')
-    const client = postgres(options.databaseUrl, { max: 10, onnotice: () => {} })
-    const db = drizzle({ client, schema })
-    return {
-      db: db as unknown as Db,
-      kind: 'postgres',
-      query: async (text, params = []) => (await client.unsafe(text, params as never[])) as never,
-      migrate: () => migrate(db, { migrationsFolder: MIGRATIONS_FOLDER }),
-      ping: async () => { await client`select 1` },
-      close: () => client.end({ timeout: 5 }),
-    }
+export async function openPostgres(databaseUrl: string): Promise<Database> {
+  const { default: postgres } = await import('postgres')
+  const { drizzle } = await import('drizzle-orm/postgres-js')
+  const { migrate } = await import('drizzle-orm/postgres-js/migrator')
+  const client = postgres(databaseUrl, { max: 10, onnotice: () => {} })
+  const db = drizzle({ client, schema })
+  return {
+    db: db as unknown as Db,
+    kind: 'postgres',
+    query: async (text, params = []) => (await client.unsafe(text, params as never[])) as never,
+    migrate: () => migrate(db, { migrationsFolder: MIGRATIONS_FOLDER }),
+    ping: async () => { await client`select 1` },
+    close: () => client.end({ timeout: 5 }),
   }
+}
+
+/** `dataDir` is a directory (locked to this process), or `memory://` for a database that lives in memory. */
+export async function openPglite(dataDir: string): Promise<Database> {
   const { PGlite } = await import('@electric-sql/pglite')
   const { drizzle } = await import('drizzle-orm/pglite')
   const { migrate } = await import('drizzle-orm/pglite/migrator')
-  const inMemory = options.dataDir === 'memory://'
+  const inMemory = dataDir === 'memory://'
   let unlock = () => {}
-  if (!inMemory) { mkdirSync(options.dataDir, { recursive: true }); unlock = lockDataDir(options.dataDir) }
-  const client = inMemory ? new PGlite() : new PGlite(options.dataDir)
+  if (!inMemory) { mkdirSync(dataDir, { recursive: true }); unlock = lockDataDir(dataDir) }
+  const client = inMemory ? new PGlite() : new PGlite(dataDir)
   await client.waitReady
   const db = drizzle({ client, schema })
   return {

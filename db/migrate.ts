@@ -1,9 +1,9 @@
 // Applies the committed migrations to the configured database (the server also does this at start-up).
 import { loadConfig } from '../src/config.ts'
-import { openDatabase } from './client.ts'
+import { openDatabase } from '../src/deps.ts'
 
 const config = loadConfig()
-const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+const database = await openDatabase(config)
 await database.migrate()
 console.log(`migrations applied (${database.kind})`)
 await database.close()

@@ -4,8 +4,8 @@
 import { and, eq, isNull, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import { sensorDevices } from '../db/schema/index.ts'
+import { DEVICE_CHANNEL } from '../src/kv/channels.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
-import { DEVICE_CHANNEL } from '../src/modules/sensors/service.ts'
 
 export interface ChannelMapping { metric: string | null; environmentId: string | null }
 export interface DeviceInfo { id: string; accountId: string; channels: Map<string, ChannelMapping>; unmapped: Set<string> }
@@ -63,16 +63,18 @@ export class DeviceDirectory {
     const batch = [...this.sightings]
     this.sightings.clear()
     const ids = batch.map(([deviceId]) => deviceId)
-    const seenAt = batch.map(([, sighting]) => new Date(sighting.lastSeen).toISOString())
-    await this.db.execute(sql`update ${sensorDevices} set last_seen_at = sighting.seen_at
-      from unnest(${`{${ids.join(',')}}`}::text[], ${`{${seenAt.join(',')}}`}::timestamptz[]) as sighting(id, seen_at)
+    // Epoch milliseconds as float8[] (exact), as the SQL readings store sends them: drizzle leaves timestamp
+    // parameters to the driver unserialised, so postgres.js cannot bind a timestamptz[].
+    const seenMs = batch.map(([, sighting]) => sighting.lastSeen)
+    await this.db.execute(sql`update ${sensorDevices} set last_seen_at = to_timestamp(sighting.seen_ms / 1000)
+      from unnest(${sql.param(ids)}::text[], ${sql.param(seenMs)}::float8[]) as sighting(id, seen_ms)
       where ${sensorDevices.id} = sighting.id and ${sensorDevices.deleted_at} is null`)
       .catch(() => { /* best effort: last_seen_at is informational, and the next sighting writes it again */ })
     for (const [deviceId, sighting] of batch) {
       if (!sighting.unmapped.size) continue
       const unmapped = [...sighting.unmapped]
       await this.db.update(sensorDevices).set({
-        unmapped_channels: sql`(select array(select distinct unnest(${sensorDevices.unmapped_channels} || ${`{${unmapped.join(',')}}`}::text[]) order by 1))`,
+        unmapped_channels: sql`(select array(select distinct unnest(${sensorDevices.unmapped_channels} || ${sql.param(unmapped)}::text[]) order by 1))`,
       }).where(and(eq(sensorDevices.id, deviceId), isNull(sensorDevices.deleted_at))).catch(() => {
         // Noted again on the channel's next reading.
         for (const channel of unmapped) this.cache.get(deviceId)?.info.unmapped.delete(channel)

@@ -1,17 +1,13 @@
-// The ingest path (CONTRACT §7): POST /sensors/readings and GET|POST /sensors/ping. Per request: the key
-// (cached), parse, validate, map channels from the cached device configuration, append to the shared batch,
-// answer after the batch's write succeeded.
-import { Elysia, t } from 'elysia'
-import type { Deps } from '../src/deps.ts'
-import { ApiError } from '../src/http/errors.ts'
-import { op } from '../src/http/operation.ts'
-import { API_PREFIX, type Pipeline } from '../src/http/pipeline.ts'
-import { principalOf } from '../src/http/request.ts'
-import { JsonInteger } from '../src/http/schemas.ts'
-import { oneOf } from '../src/records/fields.ts'
-import { Batcher, IngestUnavailable } from './batcher.ts'
-import { DeviceDirectory, type DeviceInfo } from './devices.ts'
-import { MAX_PING_CHANNELS, MAX_READINGS_PER_BATCH, parseBatch, parsePing, type Parsed } from './parse.ts'
+// The ingest service (CONTRACT §7): the group-commit batcher in front of the readings store and the cache of
+// device configurations. Its routes are in routes.ts (writing) and query.ts (reading).
+// It names what it needs in IngestDeps rather than importing src/deps.ts, which builds it: no import circle.
+import type { Database } from '../db/client.ts'
+import type { Config } from '../src/config.ts'
+import type { SharedStore } from '../src/kv/interface.ts'
+import type { Logger } from '../src/log.ts'
+import { Batcher } from './batcher.ts'
+import { DeviceDirectory } from './devices.ts'
+import type { ReadingsStore } from './stores/interface.ts'
 
 export interface Ingest {
   readonly batcher: Batcher
@@ -20,7 +16,15 @@ export interface Ingest {
   drain(): Promise<void>
 }
 
-export async function createIngest(deps: Pick<Deps, 'config' | 'database' | 'shared' | 'readings' | 'log'>): Promise<Ingest> {
+export interface IngestDeps {
+  readonly config: Pick<Config, 'ingestBatchSize' | 'ingestFlushMs' | 'ingestMaxQueued' | 'ingestFlushConcurrency' | 'ingestWriteTimeoutMs'>
+  readonly database: Database
+  readonly shared: SharedStore
+  readonly readings: ReadingsStore
+  readonly log: Logger
+}
+
+export async function createIngest(deps: IngestDeps): Promise<Ingest> {
   const { config } = deps
   const batcher = new Batcher(deps.readings, {
     maxBatch: config.ingestBatchSize, flushMs: config.ingestFlushMs, maxQueued: config.ingestMaxQueued,
@@ -37,99 +41,4 @@ export async function createIngest(deps: Pick<Deps, 'config' | 'database' | 'sha
       await devices.writeBack()
     },
   }
-}
-
-/** The calling device's cached configuration; a promise only when it is not cached yet. */
-function deviceOf(deps: Deps, request: Request): DeviceInfo | Promise<DeviceInfo> {
-  const principal = principalOf(request)
-  const device = principal.deviceId ? deps.ingest.devices.get(principal.deviceId) : undefined
-  return device instanceof Promise ? device.then(present) : present(device)
-}
-
-function present(device: DeviceInfo | undefined): DeviceInfo {
-  // A deleted device's key is revoked, so this is only a race with the deletion.
-  if (!device) throw new ApiError('invalid_token', 'This device no longer exists.', { headers: { 'www-authenticate': 'Bearer realm="api", error="invalid_token"' } })
-  return device
-}
-
-/** Resolves once the readings are stored (group commit), then notes the sighting. */
-async function accept(deps: Deps, device: DeviceInfo, parsed: Parsed) {
-  if (parsed.readings.length) {
-    try {
-      await deps.ingest.batcher.add(parsed.readings)
-    } catch (error) {
-      if (!(error instanceof IngestUnavailable)) throw error
-      throw new ApiError('service_unavailable', `${error.message} Nothing from this request was stored; retry it.`, { headers: { 'retry-after': String(error.retryAfterSeconds) } })
-    }
-  }
-  deps.ingest.devices.seen(device, parsed.unmapped)
-}
-
-const ReadingsBatch = t.Object({
-  readings: t.Array(t.Unknown({ description: 'A reading `{ channel, value, ts? }`; each is checked on its own.' }), { minItems: 1, maxItems: MAX_READINGS_PER_BATCH }),
-}, { additionalProperties: false, $id: '#/components/schemas/ReadingsBatch' })
-const Accepted = t.Object({
-  accepted: JsonInteger({ description: 'Readings stored (a reading already stored with the same channel and ts counts: retries are safe).' }),
-  rejected: t.Array(t.Object({
-    index: JsonInteger(),
-    code: oneOf(['invalid_reading', 'invalid_channel', 'invalid_value', 'invalid_timestamp', 'timestamp_in_future', 'duplicate_reading']),
-    message: t.String(),
-  }), { description: 'Readings refused, by their index in the batch; the rest were stored.' }),
-}, { $id: '#/components/schemas/ReadingsAccepted' })
-
-const PingFields = t.Object({
-  key: t.Optional(t.String({ description: 'The device key, for firmware that cannot set headers (kept out of logs).' })),
-  ts: t.Optional(t.String({ description: 'RFC 3339 or epoch milliseconds; default: now.' })),
-}, { additionalProperties: t.String(), description: `Every other field is a channel and its value, e.g. \`t1=27.5&h1=61\` (at most ${MAX_PING_CHANNELS}).` })
-const PingBody = t.Object({
-  key: t.Optional(t.String()),
-  ts: t.Optional(t.Union([t.String(), t.Integer()])),
-}, { additionalProperties: t.Union([t.String(), t.Number()]), $id: '#/components/schemas/PingBody' })
-
-export function ingestRoutes(deps: Deps, pipeline: Pipeline) {
-  const ping = async (request: Request, set: { status?: number | string }, fields: Record<string, unknown>, where: string) => {
-    const known = deviceOf(deps, request)
-    const device = known instanceof Promise ? await known : known
-    const { parsed, problems } = parsePing(fields, device, Date.now(), where)
-    if (!parsed) throw new ApiError('validation_failed', 'The ping carries no valid readings.', { errors: problems })
-    await accept(deps, device, parsed)
-    // A status and no body, rather than a Response: Elysia would copy a returned Response to add our headers.
-    set.status = 204
-  }
-  return new Elysia({ name: 'ingest', prefix: API_PREFIX })
-    .post('/sensors/readings', async ({ request, body, set }) => {
-      // Awaited only on a cache miss: an await costs a turn of the microtask queue on every request.
-      const known = deviceOf(deps, request)
-      const device = known instanceof Promise ? await known : known
-      const parsed = parseBatch(body.readings, device, Date.now())
-      await accept(deps, device, parsed)
-      set.status = 202
-      return { accepted: parsed.readings.length, rejected: parsed.rejected }
-    }, {
-      body: ReadingsBatch,
-      response: { 202: Accepted },
-      detail: op({
-        summary: 'Submit sensor readings',
-        description: `A batch of at most ${MAX_READINGS_PER_BATCH} readings, each \`{ "channel": "t1", "value": 27.5, "ts": "2026-11-21T10:00:00.000Z" }\` (\`ts\` optional: RFC 3339 or epoch milliseconds, default the receive time, at most 5 minutes ahead). Answered 202 once the readings are durably stored; a retried batch adds nothing (readings are unique on device, channel and ts). Readings on channels the device has no mapping for are kept with metric and environment null, and the device lists those channels as \`unmapped_channels\`.`,
-        tags: ['Sensors'], auth: ['device'], errors: [422, 503],
-      }),
-    })
-    .get('/sensors/ping', ({ request, query, set }) => ping(request, set, query, '/query'), {
-      query: PingFields,
-      response: { 204: t.Void({ description: 'Stored.' }) },
-      detail: op({ summary: 'Submit readings from constrained firmware', description: 'Channels and values in the query string: `?key=<device key>&t1=27.5&h1=61`.', tags: ['Sensors'], auth: ['device'], errors: [422, 503], keyParam: 'key' }),
-    })
-    .post('/sensors/ping', async ({ request, query, body, set }) => {
-      const fields = { ...query, ...(body ?? {}) } as Record<string, unknown>
-      await pipeline.admitDeferred(request, typeof fields.key === 'string' ? fields.key : undefined)
-      return ping(request, set, fields, body ? '/body' : '/query')
-    }, {
-      query: PingFields,
-      body: t.Optional(PingBody),
-      response: { 204: t.Void({ description: 'Stored.' }) },
-      detail: op({
-        summary: 'Submit readings from constrained firmware', description: 'The same fields as the GET, as a form or JSON body (or in the query string).',
-        tags: ['Sensors'], auth: ['device'], errors: [422, 503], keyParam: 'key', accepts: ['application/x-www-form-urlencoded', 'application/json'],
-      }),
-    })
 }

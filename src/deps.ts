@@ -1,6 +1,6 @@
 // The only place that picks implementations: embedded twins by default, real services when configured.
 import { randomBytes } from 'node:crypto'
-import { openDatabase, type Database } from '../db/client.ts'
+import { openPglite, openPostgres, type Database } from '../db/client.ts'
 import { Authenticator } from './auth/authenticator.ts'
 import type { Config } from './config.ts'
 import { CursorCodec } from './http/cursor.ts'
@@ -32,6 +32,11 @@ export interface Deps {
   close(): Promise<void>
 }
 
+/** Postgres when DATABASE_URL is set, the embedded PGlite otherwise. */
+export function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Database> {
+  return config.databaseUrl ? openPostgres(config.databaseUrl) : openPglite(config.dataDir)
+}
+
 export interface DepsOptions {
   migrate?: boolean
   /** A readings store to use instead of the configured one (tests inject failures through it). */
@@ -40,7 +45,7 @@ export interface DepsOptions {
 
 export async function createDeps(config: Config, options: DepsOptions = {}): Promise<Deps> {
   const log = createLogger(config.logLevel)
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  const database = await openDatabase(config)
   if (options.migrate ?? true) await database.migrate()
   const shared = config.redisUrl ? await redisStore(config.redisUrl, config.redisPrefix) : memoryStore()
   const authenticator = new Authenticator(database.db, shared, config.keyCacheTtlMs)

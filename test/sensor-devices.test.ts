@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { outboxEvents, pairingClaims } from '../db/schema/index.ts'
+import { environments, outboxEvents, pairingClaims } from '../db/schema/index.ts'
 import { newId } from '../src/ids.ts'
 import { USER_CODE_ALPHABET, newUserCode, normalizeUserCode } from '../src/modules/sensors/pairing.ts'
 import { createTestEnv, problem, type TestEnv } from './helpers.ts'
@@ -53,6 +53,23 @@ describe('sensor devices', () => {
       expect(refused.errors.map((e: { path: string }) => e.path)).toContain(path)
     }
     expect((await (await env.request('GET', '/api/v1/sensors/devices', { token: key.token })).json()).data).toEqual([])
+  })
+
+  test("channels map to the account's own environments, several in one device; another account's is refused", async () => {
+    const key = await env.account({ scopes: SCOPES })
+    const other = await env.account({ scopes: SCOPES })
+    const environmentOf = async (accountId: string) => {
+      const id = newId('environment')
+      await env.deps.database.db.insert(environments).values({ id, account_id: accountId, name: 'Rack', kind: 'rack' })
+      return id
+    }
+    const [rackA, rackB, foreign] = [await environmentOf(key.accountId), await environmentOf(key.accountId), await environmentOf(other.accountId)]
+    const device = await register(key, { name: 'Two racks', channels: [{ key: 't1', metric: 'temperature', environment_id: rackA }, { key: 't2', metric: 'temperature', environment_id: rackB }] })
+    expect(device.channels.map((c: { environment_id: string }) => c.environment_id)).toEqual([rackA, rackB])
+    const refused = await problem(await env.request('POST', '/api/v1/sensors/devices', {
+      token: key.token, body: { name: 'x', channels: [{ key: 't1', environment_id: rackA }, { key: 't2', environment_id: foreign }] },
+    }), 422, 'validation_failed')
+    expect(refused.errors.map((e: { path: string }) => e.path)).toEqual(['/body/channels/1/environment_id'])
   })
 
   test('PATCH merges, replaces channels whole, and honours If-Match; events record each change', async () => {
@@ -162,5 +179,24 @@ describe('headless pairing', () => {
     await problem(limited, 429, 'rate_limited')
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0)
     expect(await poll(claim.claim_id)).toEqual({ status: 'pending' })
+  })
+})
+
+describe('pairing claims per client address', () => {
+  // A server of its own: its shared store counts only this test's claims from 127.0.0.1.
+  let own: TestEnv
+  beforeAll(async () => { own = await createTestEnv() })
+  afterAll(async () => { await own.close() })
+
+  test('the 11th claim in a minute is refused with 429 and Retry-After, and stores nothing', async () => {
+    for (let i = 0; i < 10; i++) expect((await own.request('POST', '/api/v1/sensors/claim/start')).status).toBe(201)
+    const stored = async () => (await own.deps.database.db.select({ id: pairingClaims.id }).from(pairingClaims)).length
+    const before = await stored()
+    const limited = await own.request('POST', '/api/v1/sensors/claim/start')
+    await problem(limited, 429, 'rate_limited')
+    const retryAfter = Number(limited.headers.get('retry-after'))
+    expect(retryAfter).toBeGreaterThan(0)
+    expect(retryAfter).toBeLessThanOrEqual(60)
+    expect(await stored()).toBe(before)
   })
 })

@@ -2,7 +2,7 @@
 // one INSERT … SELECT FROM unnest … ON CONFLICT DO NOTHING per batch), with the batch size our server used on
 // average and as many batches in flight as INGEST_FLUSH_CONCURRENCY allows, but no HTTP and no group commit.
 // Splits the API's gap to COPY into "the store's statement" and "everything in front of it".
-import { openDatabase } from '../../db/client.ts'
+import { openPostgres } from '../../db/client.ts'
 import type { Reading } from '../../ingest/stores/interface.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import { cpuWindow } from '../lib/proc.ts'
@@ -13,7 +13,7 @@ export interface StoreConfig { databaseUrl: string; spec: RowsSpec; batch: numbe
 if (import.meta.main) {
   const config = JSON.parse(process.argv[2]!) as StoreConfig
   const readings: Reading[] = makeRows(config.spec).map((r) => ({ accountId: r.accountId, deviceId: r.deviceId, channel: r.channel, ts: r.ts, value: r.value, metric: r.metric, environmentId: null }))
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: 'memory://' })
+  const database = await openPostgres(config.databaseUrl)
   await database.migrate()
   const store = sqlStore(database)
   // Postgres's side: this database's backends, opened before the clock starts (as many as batches in flight).

@@ -4,7 +4,7 @@
 // `limit + 1` rows, the next page after the last row's position): the SQL the store issues, without HTTP,
 // authentication, cursors or JSON. Prints `result {json}` with queries (pages) per second and the rows each
 // full walk counted.
-import { openDatabase } from '../../db/client.ts'
+import { openPostgres } from '../../db/client.ts'
 import type { Aggregate, BucketRow, ReadingsFilter, ReadingsStore, SeriesPosition } from '../../ingest/stores/interface.ts'
 import { questdbStore } from '../../ingest/stores/questdb.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
@@ -42,7 +42,7 @@ const percentile = (sorted: Float64Array, p: number) => sorted.length ? sorted[M
 
 async function openStore(config: DirectConfig): Promise<{ store: ReadingsStore; close(): Promise<void> }> {
   if (config.store.kind === 'sql') {
-    const database = await openDatabase({ databaseUrl: config.store.databaseUrl, dataDir: 'memory://' })
+    const database = await openPostgres(config.store.databaseUrl)
     return { store: sqlStore(database), close: () => database.close() }
   }
   const store = await questdbStore(loadConfig({ QUESTDB_ILP: config.store.ilp, QUESTDB_PG_URL: config.store.pgUrl, QUESTDB_TABLE: config.store.table }))

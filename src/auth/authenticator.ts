@@ -1,6 +1,7 @@
 import { eq, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { accounts, apiKeys, type Plan } from '../../db/schema/index.ts'
+import { AUTH_CHANNEL } from '../kv/channels.ts'
 import type { SharedStore } from '../kv/interface.ts'
 import { hashToken, parseToken, type TokenKind } from '../tokens.ts'
 
@@ -19,7 +20,6 @@ export interface Principal {
 
 interface CacheEntry { principal: Principal; tokenHash: string; cachedAt: number; lastTouchedAt: number }
 
-const INVALIDATION_CHANNEL = 'auth:invalidate'
 /** last_used_at is a hint for humans, so it is written at most once a minute per key, off the request path. */
 const TOUCH_INTERVAL_MS = 60_000
 
@@ -43,7 +43,7 @@ export class Authenticator {
   constructor(private readonly db: Db, private readonly shared: SharedStore, private readonly ttlMs: number) {}
 
   async start(): Promise<void> {
-    await this.shared.subscribe(INVALIDATION_CHANNEL, (message) => this.applyInvalidation(message))
+    await this.shared.subscribe(AUTH_CHANNEL, (message) => this.applyInvalidation(message))
   }
 
   /**
@@ -63,12 +63,12 @@ export class Authenticator {
 
   /** Tells every process to forget a key (revoked or deleted). */
   async invalidateKey(tokenHash: string): Promise<void> {
-    await this.shared.publish(INVALIDATION_CHANNEL, `key:${tokenHash}`)
+    await this.shared.publish(AUTH_CHANNEL, `key:${tokenHash}`)
   }
 
   /** Tells every process to re-read an account's keys (plan or allowlist changed). */
   async invalidateAccount(accountId: string): Promise<void> {
-    await this.shared.publish(INVALIDATION_CHANNEL, `account:${accountId}`)
+    await this.shared.publish(AUTH_CHANNEL, `account:${accountId}`)
   }
 
   private applyInvalidation(message: string) {

@@ -2,6 +2,7 @@
 // trip, exact across processes). Device keys sit on the ingest hot path, so they count locally and reconcile
 // with the shared store in the background: no round trip per request, at the cost of a bounded overshoot
 // (what other processes admitted since the last reconciliation, at most a quarter second of traffic).
+// Every other limit (pairing claims per client address, pairing codes per account) counts through exact().
 import type { SharedStore } from '../kv/interface.ts'
 
 export interface Hit { count: number; resetMs: number }

@@ -140,7 +140,7 @@ export function sensorsModule(deps: Deps) {
     })
     .post('/sensors/claim/start', async ({ request, body, server, set }) => {
       const address = server?.requestIP(request)?.address ?? 'unknown'
-      const { count, resetMs } = await deps.shared.hit(`claim-start:${address}`, 60_000)
+      const { count, resetMs } = await deps.rateLimiter.exact(`claim-start:${address}`, 60_000)
       if (count > CLAIM_STARTS_PER_MINUTE) {
         throw new ApiError('rate_limited', 'Too many pairing claims from this address; try again shortly.', { headers: { 'retry-after': String(Math.ceil(resetMs / 1000)) } })
       }

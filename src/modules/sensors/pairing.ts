@@ -80,7 +80,7 @@ export interface ClaimRow {
 
 /** Finds the pending claim a user code names, inside the device-creating transaction; counts every attempt. */
 export async function claimForDevice(deps: Deps, tx: Executor, accountId: string, code: string): Promise<ClaimRow> {
-  const { count, resetMs } = await deps.shared.hit(`claim-attempts:${accountId}`, CLAIM_ATTEMPT_WINDOW_MS)
+  const { count, resetMs } = await deps.rateLimiter.exact(`claim-attempts:${accountId}`, CLAIM_ATTEMPT_WINDOW_MS)
   if (count > CLAIM_ATTEMPTS_PER_WINDOW) {
     const seconds = Math.ceil(resetMs / 1000)
     throw new ApiError('rate_limited', `Too many pairing codes entered; try again in ${seconds} s.`, { headers: { 'retry-after': String(seconds) } })

@@ -5,6 +5,7 @@ import { apiKeys, environments, sensorDevices, type DeviceChannel } from '../../
 import { createKey } from '../../auth/keys.ts'
 import type { Deps } from '../../deps.ts'
 import { ApiError, type FieldError } from '../../http/errors.ts'
+import { DEVICE_CHANNEL } from '../../kv/channels.ts'
 import { requireMatch } from '../../http/etag.ts'
 import { mergePatch } from '../../http/merge-patch.ts'
 import { newId } from '../../ids.ts'
@@ -15,9 +16,6 @@ import { claimForDevice, type ClaimRow } from './pairing.ts'
 
 export type DeviceRow = typeof sensorDevices.$inferSelect
 export const presentDevice = (row: DeviceRow) => presentRow(row)
-
-/** Published when a device's channels change or it is deleted, so every process re-reads its ingest cache. */
-export const DEVICE_CHANNEL = 'devices:invalidate'
 
 const metricUnits = new Map(METRICS.map((m) => [m.id, m.unit]))
 
@@ -36,7 +34,7 @@ async function resolveChannels(db: Executor, accountId: string, channels: Channe
   const seen = new Set<string>()
   const environmentIds = [...new Set(channels.map((c) => c.environment_id).filter((id): id is string => Boolean(id)))]
   const known = new Set(environmentIds.length
-    ? (await db.select({ id: environments.id }).from(environments).where(and(eq(environments.account_id, accountId), sql`${environments.id} = any(${`{${environmentIds.join(',')}}`}::text[])`))).map((r) => r.id)
+    ? (await db.select({ id: environments.id }).from(environments).where(and(eq(environments.account_id, accountId), sql`${environments.id} = any(${sql.param(environmentIds)}::text[])`))).map((r) => r.id)
     : [])
   const resolved = channels.map((channel, i) => {
     if (seen.has(channel.key)) errors.push({ path: `/body/channels/${i}/key`, message: 'is used by another channel of this device' })

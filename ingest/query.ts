@@ -1,15 +1,14 @@
 // GET /environment/readings: raw readings, per-bucket aggregates, or the latest reading per channel, from
 // whichever readings store is configured (CONTRACT §7).
 import { Elysia, t } from 'elysia'
-import { AGGREGATES, type Aggregate, type BucketRow, type ReadingsFilter } from '../../../ingest/stores/interface.ts'
-import type { Deps } from '../../deps.ts'
-import type { CursorScope } from '../../http/cursor.ts'
-import { ApiError } from '../../http/errors.ts'
-import { op } from '../../http/operation.ts'
-import { API_PREFIX } from '../../http/pipeline.ts'
-import { principalOf } from '../../http/request.ts'
-import { JsonInteger, PageOf, pageQuery } from '../../http/schemas.ts'
-import { Instant, nullable, oneOf } from '../../records/fields.ts'
+import { toPage, type CursorCodec, type CursorScope } from '../src/http/cursor.ts'
+import { ApiError } from '../src/http/errors.ts'
+import { op } from '../src/http/operation.ts'
+import { API_PREFIX } from '../src/http/pipeline.ts'
+import { principalOf } from '../src/http/request.ts'
+import { JsonInteger, PageOf, pageQuery } from '../src/http/schemas.ts'
+import { Instant, nullable, oneOf } from '../src/records/fields.ts'
+import { AGGREGATES, type Aggregate, type BucketRow, type ReadingsFilter, type ReadingsStore } from './stores/interface.ts'
 
 export const INTERVALS = { '1m': 60_000, '5m': 300_000, '15m': 900_000, '30m': 1_800_000, '1h': 3_600_000, '6h': 21_600_000, '12h': 43_200_000, '1d': 86_400_000 } as const
 const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
@@ -38,7 +37,7 @@ const Query = t.Object({
   latest: t.Optional(t.Boolean({ description: 'The newest reading per series in the window (default window: all time).' })),
 })
 
-export function readingsRoutes(deps: Deps) {
+export function readingsRoutes(deps: { readings: ReadingsStore; cursors: CursorCodec }) {
   return new Elysia({ name: 'readings', prefix: API_PREFIX })
     .get('/environment/readings', async ({ request, query }) => {
       const { limit = 1000, cursor, ...filters } = query
@@ -67,13 +66,7 @@ export function readingsRoutes(deps: Deps) {
           : await store.raw(filter, limit + 1, after)
         positionOf = (r) => [...window, r.ts, r.device_id, r.channel]
       }
-      const hasMore = rows.length > limit
-      const page = hasMore ? rows.slice(0, limit) : rows
-      return {
-        data: page.map(present),
-        has_more: hasMore,
-        next_cursor: hasMore ? deps.cursors.encode(scope, positionOf(page[page.length - 1]!)) : null,
-      }
+      return toPage(rows, limit, deps.cursors, scope, positionOf, present)
     }, {
       query: Query,
       response: { 200: PageOf(ReadingRow) },
