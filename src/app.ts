@@ -4,6 +4,7 @@ import type { Deps } from './deps.ts'
 import { ApiError, problemResponse, type FieldError } from './http/errors.ts'
 import './http/formats.ts'
 import { buildOpenApiDocument } from './http/openapi-document.ts'
+import { parseJsonBody, unstorableFields } from './http/json-body.ts'
 import { op } from './http/operation.ts'
 import { API_PREFIX, createPipeline, readBody, requestState } from './http/pipeline.ts'
 import { RouteTable } from './http/route-table.ts'
@@ -76,12 +77,13 @@ export function createApp(deps: Deps) {
       const text = await readBody(request)
       if (text === '') return null
       // The pipeline let through only media types the route accepts; forms are for constrained firmware.
-      if (request.headers.get('content-type')?.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(text))
-      try {
-        return JSON.parse(text)
-      } catch {
-        throw new ApiError('malformed_json', 'The body is not valid JSON.')
+      if (request.headers.get('content-type')?.startsWith('application/x-www-form-urlencoded')) {
+        const fields = Object.fromEntries(new URLSearchParams(text))
+        const unstorable = unstorableFields(fields, '/body')
+        if (unstorable.length) throw new ApiError('validation_failed', 'The body holds text that cannot be stored.', { errors: unstorable })
+        return fields
       }
+      return parseJsonBody(text)
     })
     .onError(({ code, error, request }) => {
       const apiError = toApiError(code, error)
