@@ -40,11 +40,21 @@ function lockDataDir(dataDir: string): () => void {
   return () => rmSync(lockFile, { force: true })
 }
 
+/**
+ * Deadlines on the real server, so an unreachable or stuck Postgres costs a request seconds, not minutes (the
+ * driver's own connect timeout is 30 s): a connection attempt gives up after this…
+ */
+const CONNECT_TIMEOUT_SECONDS = 2
+/** …and the server cancels any statement running longer than this (no request of ours needs a tenth of it). */
+const STATEMENT_TIMEOUT_MS = 10_000
+
 export async function openPostgres(databaseUrl: string): Promise<Database> {
   const { default: postgres } = await import('postgres')
   const { drizzle } = await import('drizzle-orm/postgres-js')
   const { migrate } = await import('drizzle-orm/postgres-js/migrator')
-  const client = postgres(databaseUrl, { max: 10, onnotice: () => {} })
+  const client = postgres(databaseUrl, {
+    max: 10, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS, connection: { statement_timeout: STATEMENT_TIMEOUT_MS },
+  })
   const db = drizzle({ client, schema })
   return {
     db: db as unknown as Db,

@@ -4,6 +4,8 @@ import type { Deps } from './deps.ts'
 import { ApiError, problemResponse, type FieldError } from './http/errors.ts'
 import './http/formats.ts'
 import { buildOpenApiDocument } from './http/openapi-document.ts'
+import { parseJsonBody, unstorableFields } from './http/json-body.ts'
+import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { op } from './http/operation.ts'
 import { API_PREFIX, createPipeline, readBody, requestState } from './http/pipeline.ts'
 import { RouteTable } from './http/route-table.ts'
@@ -25,6 +27,9 @@ const DOCS_PAGE = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body><script id="api-reference" data-url="${API_PREFIX}/openapi.json"></script>
 <script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference"></script></body></html>`
+
+/** What a 503 for an unreachable database asks the client to wait: about how long a restart or failover takes. */
+const DATABASE_RETRY_AFTER_SECONDS = 5
 
 /** Elysia's validation errors → field errors with JSON Pointer paths into the part of the request that failed. */
 function fieldErrors(error: any): FieldError[] {
@@ -50,6 +55,9 @@ function toApiError(code: string | number, error: unknown): ApiError {
       return new ApiError('invalid_parameter', e?.type === 'headers' ? 'A request header is invalid.' : 'A query parameter is invalid.', { errors: fieldErrors(e) })
     }
     default:
+      if (isDatabaseUnavailable(error)) {
+        return new ApiError('service_unavailable', 'The records database is not reachable right now; nothing was changed. Retry shortly.', { headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) } })
+      }
       return new ApiError('internal_error', 'Something went wrong on our side; the request id helps us find it.')
   }
 }
@@ -76,17 +84,19 @@ export function createApp(deps: Deps) {
       const text = await readBody(request)
       if (text === '') return null
       // The pipeline let through only media types the route accepts; forms are for constrained firmware.
-      if (request.headers.get('content-type')?.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(text))
-      try {
-        return JSON.parse(text)
-      } catch {
-        throw new ApiError('malformed_json', 'The body is not valid JSON.')
+      if (request.headers.get('content-type')?.startsWith('application/x-www-form-urlencoded')) {
+        const fields = Object.fromEntries(new URLSearchParams(text))
+        const unstorable = unstorableFields(fields, '/body')
+        if (unstorable.length) throw new ApiError('validation_failed', 'The body holds text that cannot be stored.', { errors: unstorable })
+        return fields
       }
+      return parseJsonBody(text)
     })
     .onError(({ code, error, request }) => {
       const apiError = toApiError(code, error)
       const state = requestState(request)
       if (apiError.code === 'internal_error') deps.log.error('request failed', { request_id: state.requestId, error: String((error as Error)?.stack ?? error) })
+      else if (apiError.code === 'service_unavailable' && !(error instanceof ApiError)) deps.log.warn('database unavailable', { request_id: state.requestId, error: String((error as Error)?.message ?? error) })
       return problemResponse(apiError, state.requestId, state.headers)
     })
     .use(platformModule(deps))

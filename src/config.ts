@@ -10,6 +10,10 @@ export interface Config {
   readonly redisUrl: string | undefined
   /** Prefix for every Redis key and channel, so several deployments (or test runs) can share one Redis. */
   readonly redisPrefix: string
+  /** A Redis command slower than this fails, and the request falls back to the in-process store (kv/fallback.ts). */
+  readonly redisCommandTimeoutMs: number
+  /** How long start-up and each reconnect attempt wait for Redis. */
+  readonly redisConnectTimeoutMs: number
   readonly questdbIlp: string | undefined
   readonly questdbPgUrl: string | undefined
   /** The QuestDB table readings go to (tests use one of their own). */
@@ -86,6 +90,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: env.DATABASE_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,
     redisPrefix: env.REDIS_PREFIX || 'hrs:',
+    redisCommandTimeoutMs: int(env, 'REDIS_COMMAND_TIMEOUT_MS', 500, 1),
+    redisConnectTimeoutMs: int(env, 'REDIS_CONNECT_TIMEOUT_MS', 2_000, 1),
     questdbIlp: env.QUESTDB_ILP || undefined,
     questdbPgUrl: env.QUESTDB_PG_URL || undefined,
     questdbTable: env.QUESTDB_TABLE || 'sensor_readings',

@@ -9,6 +9,7 @@ import { Dispatcher } from './webhooks/dispatcher.ts'
 import type { SharedStore } from './kv/interface.ts'
 import { memoryStore } from './kv/memory.ts'
 import { redisStore } from './kv/redis.ts'
+import { withFallback } from './kv/fallback.ts'
 import { PlatformStatusSource, settingOrCreate } from './platform.ts'
 import { createLogger, type Logger } from './log.ts'
 import { createIngest, type Ingest } from '../ingest/index.ts'
@@ -47,7 +48,11 @@ export async function createDeps(config: Config, options: DepsOptions = {}): Pro
   const log = createLogger(config.logLevel)
   const database = await openDatabase(config)
   if (options.migrate ?? true) await database.migrate()
-  const shared = config.redisUrl ? await redisStore(config.redisUrl, config.redisPrefix) : memoryStore()
+  // Redis, when configured, is an accelerator: while it is unreachable the in-process store stands in (kv/fallback.ts).
+  const shared = config.redisUrl
+    ? withFallback(await redisStore(config.redisUrl, config.redisPrefix, { commandTimeoutMs: config.redisCommandTimeoutMs, connectTimeoutMs: config.redisConnectTimeoutMs }),
+      memoryStore(), { probeMs: 1_000, log })
+    : memoryStore()
   const authenticator = new Authenticator(database.db, shared, config.keyCacheTtlMs)
   await authenticator.start()
   const rateLimiter = new RateLimiter(shared)

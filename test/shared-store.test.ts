@@ -9,7 +9,7 @@ import { REAL_REDIS_URL, waitFor } from './helpers.ts'
 const prefix = `test:${randomUUID()}:`
 const stores: SharedStore[] = []
 async function open(): Promise<SharedStore> {
-  const store = REAL_REDIS_URL ? await redisStore(REAL_REDIS_URL, prefix) : memoryStore()
+  const store = REAL_REDIS_URL ? await redisStore(REAL_REDIS_URL, prefix, { commandTimeoutMs: 500, connectTimeoutMs: 2_000 }) : memoryStore()
   stores.push(store)
   return store
 }

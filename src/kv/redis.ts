@@ -23,15 +23,24 @@ if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) 
 return total
 `
 
-export async function redisStore(url: string, prefix: string): Promise<SharedStore> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true })
-  // Pub/sub needs a connection of its own: a subscribed connection can issue no other commands.
-  const subscriber = new Redis(url, { lazyConnect: true })
+/** Bounds on every Redis call, so a stalled or absent Redis costs a request at most this much (see kv/fallback.ts). */
+export interface RedisTimeouts { commandTimeoutMs: number; connectTimeoutMs: number }
+
+export async function redisStore(url: string, prefix: string, timeouts: RedisTimeouts): Promise<SharedStore> {
+  // No offline queue: while disconnected a command fails at once (and the caller falls back) instead of waiting
+  // for a reconnect. The client reconnects by itself in the background, forever.
+  const client = new Redis(url, {
+    enableOfflineQueue: false, maxRetriesPerRequest: 1,
+    commandTimeout: timeouts.commandTimeoutMs, connectTimeout: timeouts.connectTimeoutMs,
+  })
+  // Pub/sub needs a connection of its own: a subscribed connection can issue no other commands. Its SUBSCRIBE
+  // waits for a connection (offline queue, no retry limit), and ioredis subscribes again after every reconnect.
+  const subscriber = new Redis(url, { maxRetriesPerRequest: null, connectTimeout: timeouts.connectTimeoutMs })
   // Sent by hash (EVALSHA) once Redis knows it: reconciliation adds thousands of counters at a time.
   client.defineCommand('addCounter', { numberOfKeys: 1, lua: ADD_SCRIPT })
-  await client.connect()
+  // Start even when Redis is down: the first command fails and the service runs on its fallback until Redis answers.
+  await withTimeout(new Promise<void>((resolve) => client.once('ready', resolve)), timeouts.connectTimeoutMs).catch(() => {})
   const handlers = new Map<string, Set<(message: string) => void>>()
-  let subscriberReady: Promise<void> | undefined
   subscriber.on('message', (channel: string, message: string) => {
     for (const handler of handlers.get(channel) ?? []) handler(message)
   })
@@ -72,12 +81,12 @@ export async function redisStore(url: string, prefix: string): Promise<SharedSto
       await client.publish(prefix + channel, message)
     },
     async subscribe(channel, handler) {
-      subscriberReady ??= subscriber.connect()
-      await subscriberReady
       const full = prefix + channel
       let set = handlers.get(full)
-      if (!set) { set = new Set(); handlers.set(full, set); await subscriber.subscribe(full) }
+      if (!set) { set = new Set(); handlers.set(full, set) }
       set.add(handler)
+      // Registered above either way: when Redis is down the queued SUBSCRIBE goes out once it is back.
+      if (set.size === 1) await withTimeout(subscriber.subscribe(full), timeouts.connectTimeoutMs)
     },
     async ping() {
       await client.ping()
@@ -87,4 +96,10 @@ export async function redisStore(url: string, prefix: string): Promise<SharedSto
       subscriber.disconnect()
     },
   }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`redis: no answer within ${ms} ms`)), ms) })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
 }

@@ -8,7 +8,7 @@ import type { Database } from '../../db/client.ts'
 import { newId } from '../ids.ts'
 import type { Logger } from '../log.ts'
 import { signedHeaders } from './sign.ts'
-import { urlProblem, type Resolver, systemResolver } from './url-guard.ts'
+import { checkUrl, pinnedRequest, type Resolver, systemResolver } from './url-guard.ts'
 
 interface Target { url: string; secret: string; previous_secret: string | null; previous_secret_expires_at: Date | string | null }
 interface Claimed extends Target { account_id: string; endpoint_id: string; event_id: string; event_type: string; attempts: number; locked_until: Date | string; payload: string }
@@ -60,6 +60,8 @@ export class Dispatcher {
     private readonly config: Config,
     private readonly log: Logger,
     private readonly resolve: Resolver = systemResolver,
+    /** Extra TLS settings for deliveries (tests trust their own certificate authority here). */
+    private readonly tls: { ca?: string } = {},
   ) {}
 
   start(): void {
@@ -125,17 +127,20 @@ export class Dispatcher {
   async send(target: Target, eventId: string, payload: string, signal?: AbortSignal): Promise<Outcome> {
     const started = performance.now()
     const done = (statusCode: number | null, error: string | null): Outcome => ({ statusCode, error, durationMs: Math.round(performance.now() - started) })
-    // Checked again now, not only when saved: the name may resolve somewhere else today.
-    const refused = await urlProblem(target.url, this.config.webhookAllowPrivate, this.resolve)
-    if (refused) return done(null, `url ${refused}`)
+    // Checked again now, not only when saved: the name may resolve somewhere else today. The connection then goes
+    // to the address just checked, never to a second resolution of the name.
+    const checked = await checkUrl(target.url, this.config.webhookAllowPrivate, this.resolve)
+    if ('problem' in checked) return done(null, `url ${checked.problem}`)
+    const pinned = pinnedRequest(checked)
     const secrets = [target.secret]
     if (target.previous_secret && target.previous_secret_expires_at && toDate(target.previous_secret_expires_at) > new Date()) secrets.push(target.previous_secret)
     const timeout = AbortSignal.timeout(this.config.webhookTimeoutMs)
     try {
-      const response = await fetch(target.url, {
+      const response = await fetch(pinned.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'husbandry-webhooks/1.0', ...signedHeaders(secrets, eventId, Math.floor(Date.now() / 1000), payload) },
+        headers: { host: pinned.host, 'content-type': 'application/json', 'user-agent': 'husbandry-webhooks/1.0', ...signedHeaders(secrets, eventId, Math.floor(Date.now() / 1000), payload) },
         body: payload,
+        tls: { ...this.tls, serverName: pinned.serverName },
         // A redirect could lead anywhere, including inside our network: it counts as a failure.
         redirect: 'manual',
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,

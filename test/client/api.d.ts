@@ -1020,7 +1020,7 @@ export interface components {
         CreatedWebhookEndpoint: {
             /** @example whe_01jd8x3m5v6w7y8z9a0b1c2d3e */
             id: string;
-            /** @description An https URL that does not resolve to a private, loopback or link-local address. */
+            /** @description An https URL whose host resolves only to public unicast addresses: no private, loopback, link-local, IPv4-embedding IPv6 (::/96, ::ffff:0:0/96, 64:ff9b::/96, 6to4, Teredo) or other IANA special-purpose address. Checked when saved and again before every delivery, which then connects to the address just checked (Host and TLS server name stay on the name). */
             url: string;
             description: string | null;
             enabled_events: string[];
@@ -1424,7 +1424,7 @@ export interface components {
         UpdatedWebhookEndpoint: {
             /** @example whe_01jd8x3m5v6w7y8z9a0b1c2d3e */
             id: string;
-            /** @description An https URL that does not resolve to a private, loopback or link-local address. */
+            /** @description An https URL whose host resolves only to public unicast addresses: no private, loopback, link-local, IPv4-embedding IPv6 (::/96, ::ffff:0:0/96, 64:ff9b::/96, 6to4, Teredo) or other IANA special-purpose address. Checked when saved and again before every delivery, which then connects to the address just checked (Host and TLS server name stay on the name). */
             url: string;
             description: string | null;
             enabled_events: string[];
@@ -1450,7 +1450,7 @@ export interface components {
         WebhookEndpoint: {
             /** @example whe_01jd8x3m5v6w7y8z9a0b1c2d3e */
             id: string;
-            /** @description An https URL that does not resolve to a private, loopback or link-local address. */
+            /** @description An https URL whose host resolves only to public unicast addresses: no private, loopback, link-local, IPv4-embedding IPv6 (::/96, ::ffff:0:0/96, 64:ff9b::/96, 6to4, Teredo) or other IANA special-purpose address. Checked when saved and again before every delivery, which then connects to the address just checked (Host and TLS server name stay on the name). */
             url: string;
             description: string | null;
             enabled_events: string[];
@@ -1472,7 +1472,7 @@ export interface components {
             updated_at: string;
         };
         WebhookEndpointCreate: {
-            /** @description An https URL that does not resolve to a private, loopback or link-local address. */
+            /** @description An https URL whose host resolves only to public unicast addresses: no private, loopback, link-local, IPv4-embedding IPv6 (::/96, ::ffff:0:0/96, 64:ff9b::/96, 6to4, Teredo) or other IANA special-purpose address. Checked when saved and again before every delivery, which then connects to the address just checked (Host and TLS server name stay on the name). */
             url: string;
             /** @description Event types to receive, or "*" for all: animal.created, animal.updated, animal.deleted, activity.created, sensor_device.created, sensor_device.updated, sensor_device.deleted, sensor_device.paired. */
             enabled_events: string[];
@@ -1481,7 +1481,7 @@ export interface components {
         WebhookEndpointDetail: {
             /** @example whe_01jd8x3m5v6w7y8z9a0b1c2d3e */
             id: string;
-            /** @description An https URL that does not resolve to a private, loopback or link-local address. */
+            /** @description An https URL whose host resolves only to public unicast addresses: no private, loopback, link-local, IPv4-embedding IPv6 (::/96, ::ffff:0:0/96, 64:ff9b::/96, 6to4, Teredo) or other IANA special-purpose address. Checked when saved and again before every delivery, which then connects to the address just checked (Host and TLS server name stay on the name). */
             url: string;
             description: string | null;
             enabled_events: string[];
@@ -1524,7 +1524,7 @@ export interface components {
             }[];
         };
         WebhookEndpointPatch: {
-            /** @description An https URL that does not resolve to a private, loopback or link-local address. */
+            /** @description An https URL whose host resolves only to public unicast addresses: no private, loopback, link-local, IPv4-embedding IPv6 (::/96, ::ffff:0:0/96, 64:ff9b::/96, 6to4, Teredo) or other IANA special-purpose address. Checked when saved and again before every delivery, which then connects to the address just checked (Host and TLS server name stay on the name). */
             url?: string;
             /** @description Event types to receive, or "*" for all: animal.created, animal.updated, animal.deleted, activity.created, sensor_device.created, sensor_device.updated, sensor_device.deleted, sensor_device.paired. */
             enabled_events?: string[];

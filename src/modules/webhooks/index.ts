@@ -11,7 +11,7 @@ import { IdOf, Instant, UpdatedSince, nullable, oneOf } from '../../records/fiel
 import { EVENT_TYPES } from '../../webhooks/outbox.ts'
 import { createEndpoint, deleteEndpoint, deliveryReport, getEndpoint, listEndpoints, presentEndpoint, sendTestEvent, updateEndpoint } from './service.ts'
 
-const Url = t.String({ minLength: 1, maxLength: 2000, description: 'An https URL that does not resolve to a private, loopback or link-local address.' })
+const Url = t.String({ minLength: 1, maxLength: 2000, description: 'An https URL whose host resolves only to public unicast addresses: no private, loopback, link-local, IPv4-embedding IPv6 (::/96, ::ffff:0:0/96, 64:ff9b::/96, 6to4, Teredo) or other IANA special-purpose address. Checked when saved and again before every delivery, which then connects to the address just checked (Host and TLS server name stay on the name).' })
 const Events = t.Array(t.String({ maxLength: 50 }), {
   minItems: 1, maxItems: 20,
   description: `Event types to receive, or "*" for all: ${EVENT_TYPES.filter((e) => e !== 'webhook_endpoint.test').join(', ')}.`,
