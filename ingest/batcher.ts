@@ -15,6 +15,8 @@ export interface BatcherOptions {
   writeTimeoutMs: number
   /** Told about every failed write (the requests only learn that it failed). */
   onWriteError?: (error: unknown, readings: number) => void
+  /** Told about every write when it has settled: how many readings, how long it took, whether it succeeded. */
+  onFlush?: (readings: number, seconds: number, ok: boolean) => void
 }
 
 /** Why readings were not accepted; the route answers 503 with Retry-After. */
@@ -89,11 +91,14 @@ export class Batcher {
 
   private async write(batch: Batch) {
     let timer: ReturnType<typeof setTimeout> | undefined
+    const started = performance.now()
+    let ok = false
     try {
       await Promise.race([
         this.store.write(batch.readings),
         new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('write timed out')), this.options.writeTimeoutMs) }),
       ])
+      ok = true
       batch.settle.resolve()
     } catch (cause) {
       this.options.onWriteError?.(cause, batch.readings.length)
@@ -102,6 +107,7 @@ export class Batcher {
       batch.settle.reject(error)
     } finally {
       clearTimeout(timer)
+      this.options.onFlush?.(batch.readings.length, (performance.now() - started) / 1000, ok)
       this.inFlight--
       this.queued -= batch.readings.length
       this.pump()

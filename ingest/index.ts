@@ -5,6 +5,7 @@ import type { Database } from '../db/client.ts'
 import type { Config } from '../src/config.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
 import type { Logger } from '../src/log.ts'
+import type { Metrics } from '../src/observability.ts'
 import { Batcher } from './batcher.ts'
 import { DeviceDirectory } from './devices.ts'
 import type { ReadingsStore } from './stores/interface.ts'
@@ -22,6 +23,7 @@ export interface IngestDeps {
   readonly shared: SharedStore
   readonly readings: ReadingsStore
   readonly log: Logger
+  readonly metrics: Pick<Metrics, 'ingestFlushReadings' | 'ingestFlushDuration' | 'ingestStoreErrors'>
 }
 
 export async function createIngest(deps: IngestDeps): Promise<Ingest> {
@@ -30,6 +32,11 @@ export async function createIngest(deps: IngestDeps): Promise<Ingest> {
     maxBatch: config.ingestBatchSize, flushMs: config.ingestFlushMs, maxQueued: config.ingestMaxQueued,
     concurrency: config.ingestFlushConcurrency, writeTimeoutMs: config.ingestWriteTimeoutMs,
     onWriteError: (error, readings) => deps.log.error('readings store write failed', { readings, store: deps.readings.kind, error: String(error) }),
+    onFlush: (readings, seconds, ok) => {
+      deps.metrics.ingestFlushReadings.observe([], readings)
+      deps.metrics.ingestFlushDuration.observe([ok ? 'ok' : 'failed'], seconds)
+      if (!ok) deps.metrics.ingestStoreErrors.inc()
+    },
   })
   const devices = new DeviceDirectory(deps.database.db, deps.shared)
   await devices.start()

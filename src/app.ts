@@ -7,7 +7,9 @@ import { buildOpenApiDocument } from './http/openapi-document.ts'
 import { parseJsonBody, unstorableFields } from './http/json-body.ts'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { op } from './http/operation.ts'
-import { API_PREFIX, createPipeline, readBody, requestState } from './http/pipeline.ts'
+import { API_PREFIX, createPipeline, readBody, requestState, type RequestState } from './http/pipeline.ts'
+import { routeLabel } from './observability.ts'
+import { metricsModule } from './modules/platform/metrics.ts'
 import { RouteTable } from './http/route-table.ts'
 import { readingsRoutes } from '../ingest/query.ts'
 import { ingestRoutes } from '../ingest/routes.ts'
@@ -62,6 +64,17 @@ function toApiError(code: string | number, error: unknown): ApiError {
   }
 }
 
+/** The access log line and the request metrics, once the response has gone out. */
+function recordRequest(deps: Deps, method: string, route: string, status: number, state: RequestState) {
+  const seconds = (performance.now() - state.startedAt) / 1000
+  deps.metrics.httpRequests.inc([method, route, String(status)])
+  deps.metrics.httpDuration.observe([method, route], seconds)
+  if (deps.log.enabled('info')) {
+    // The key's id, never the key: the token itself (header, query or body) is never logged.
+    deps.log.info('request', { request_id: state.requestId, method, route, status, duration_ms: Math.round(seconds * 10_000) / 10, key_id: state.principal?.keyId })
+  }
+}
+
 export function createApp(deps: Deps) {
   let routeTable: RouteTable | undefined
   const pipeline = createPipeline({
@@ -95,11 +108,18 @@ export function createApp(deps: Deps) {
     .onError(({ code, error, request }) => {
       const apiError = toApiError(code, error)
       const state = requestState(request)
+      state.errorStatus = apiError.status
       if (apiError.code === 'internal_error') deps.log.error('request failed', { request_id: state.requestId, error: String((error as Error)?.stack ?? error) })
       else if (apiError.code === 'service_unavailable' && !(error instanceof ApiError)) deps.log.warn('database unavailable', { request_id: state.requestId, error: String((error as Error)?.message ?? error) })
       return problemResponse(apiError, state.requestId, state.headers)
     })
+    .onAfterResponse(({ request, route, set, responseValue }) => {
+      const state = requestState(request)
+      const status = state.errorStatus ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200)
+      recordRequest(deps, request.method, routeLabel(route), status, state)
+    })
     .use(platformModule(deps))
+    .use(metricsModule(deps))
     .use(accountModule(deps))
     .use(referenceModule(deps))
     .use(animalsModule(deps))

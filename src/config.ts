@@ -21,6 +21,8 @@ export interface Config {
   readonly workers: number
   readonly webhookAllowPrivate: boolean
   readonly logLevel: LogLevel
+  /** Bearer token for GET /metrics; without one, /metrics is served only when HOST is a loopback address. */
+  readonly metricsToken: string | undefined
   /** Seed a demo account on an empty store: true/false, or undefined for "embedded mode only". */
   readonly demo: boolean | undefined
   /** Requests per minute for personal tokens and device keys (plans may raise them). */
@@ -98,6 +100,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     workers: int(env, 'WORKERS', 1, 1),
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE') ?? false,
     logLevel,
+    metricsToken: env.METRICS_TOKEN || undefined,
     demo: flag(env, 'DEMO'),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600, 1),
     deviceRateLimitPerMinute: int(env, 'DEVICE_RATE_LIMIT_PER_MINUTE', 120, 1),

@@ -6,6 +6,8 @@ import type { Config } from './config.ts'
 import { CursorCodec } from './http/cursor.ts'
 import { RateLimiter } from './http/rate-limit.ts'
 import { Dispatcher } from './webhooks/dispatcher.ts'
+import { systemResolver } from './webhooks/url-guard.ts'
+import { createMetrics, type Metrics } from './observability.ts'
 import type { SharedStore } from './kv/interface.ts'
 import { memoryStore } from './kv/memory.ts'
 import { redisStore } from './kv/redis.ts'
@@ -30,6 +32,7 @@ export interface Deps {
   /** Started by the server (and by `bun run dispatcher`), not here: tests drive it themselves. */
   readonly dispatcher: Dispatcher
   readonly log: Logger
+  readonly metrics: Metrics
   close(): Promise<void>
 }
 
@@ -42,10 +45,12 @@ export interface DepsOptions {
   migrate?: boolean
   /** A readings store to use instead of the configured one (tests inject failures through it). */
   readings?: (database: Database) => ReadingsStore
+  /** A logger to use instead of stderr's (tests read the access log through it). */
+  log?: Logger
 }
 
 export async function createDeps(config: Config, options: DepsOptions = {}): Promise<Deps> {
-  const log = createLogger(config.logLevel)
+  const log = options.log ?? createLogger(config.logLevel)
   const database = await openDatabase(config)
   if (options.migrate ?? true) await database.migrate()
   // Redis, when configured, is an accelerator: while it is unreachable the in-process store stands in (kv/fallback.ts).
@@ -61,10 +66,11 @@ export async function createDeps(config: Config, options: DepsOptions = {}): Pro
   // Every process must sign cursors alike, so the secret lives in the database, made once.
   const cursorSecret = await settingOrCreate(database.db, 'cursor_secret', () => randomBytes(32).toString('base64url'))
   const readings = options.readings ? options.readings(database) : config.questdbIlp ? await questdbStore(config) : sqlStore(database)
-  const dispatcher = new Dispatcher(database, config, log)
-  const ingest = await createIngest({ config, database, shared, readings, log })
+  const metrics = createMetrics()
+  const dispatcher = new Dispatcher(database, config, log, systemResolver, { onAttempt: (outcome) => metrics.webhookAttempts.inc([outcome]) })
+  const ingest = await createIngest({ config, database, shared, readings, log, metrics })
   return {
-    config, database, shared, authenticator, platform, log,
+    config, database, shared, authenticator, platform, log, metrics,
     cursors: new CursorCodec(cursorSecret),
     rateLimiter, readings, ingest,
     dispatcher,
@@ -75,6 +81,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}): Pro
       await readings.close()
       await shared.close()
       await database.close()
+      await log.flush()
     },
   }
 }

@@ -110,7 +110,7 @@ describe('deliveries connect to the checked address', () => {
     const { server, hosts } = receiver(good)
     try {
       const names = pinnedName('hooks.test', '127.0.0.1')
-      const dispatcher = new Dispatcher(env.deps.database, env.config, createLogger('error'), names.resolve, { ca: good.cert })
+      const dispatcher = new Dispatcher(env.deps.database, env.config, createLogger('error'), names.resolve, { tls: { ca: good.cert } })
       const outcome = await dispatcher.send(target(`https://hooks.test:${server.port}/h`), 'evt_tls', '{}')
       expect(outcome).toMatchObject({ statusCode: 204, error: null })
       expect(hosts).toEqual([`hooks.test:${server.port}`])
@@ -121,7 +121,7 @@ describe('deliveries connect to the checked address', () => {
     const wrong = receiver(other)
     try {
       const names = pinnedName('hooks.test', '127.0.0.1')
-      const dispatcher = new Dispatcher(env.deps.database, env.config, createLogger('error'), names.resolve, { ca: other.cert })
+      const dispatcher = new Dispatcher(env.deps.database, env.config, createLogger('error'), names.resolve, { tls: { ca: other.cert } })
       const outcome = await dispatcher.send(target(`https://hooks.test:${wrong.server.port}/h`), 'evt_tls_wrong', '{}')
       expect(outcome.statusCode).toBeNull()
       expect(wrong.hosts).toEqual([])

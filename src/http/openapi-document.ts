@@ -55,6 +55,17 @@ REST API over an account's husbandry records. Decisions this document records, b
   the query string or body for firmware that cannot set headers. Device-key rate limits are counted in each
   process and reconciled every 250 ms, so they may admit a few requests more across processes. Pairing user
   codes use 20 consonants (no vowels, no look-alikes); wrong codes are limited to 10 per 15 minutes per account.
+- **Hostile input** is refused before validation with 422 on \`/body\`: JSON nested deeper than 32 levels, an array of
+  more than 10,000 items or a string of more than 65,536 characters; a NUL character or a lone UTF-16 surrogate in any
+  string (or field name) is a 422 naming that field. Two refusals come from the HTTP server itself, before the
+  service sees the request, and have **empty bodies**: a malformed \`Content-Length\` (400, connection closed) and
+  request headers over the server's limit (431). A chunked body is cut off at ${MAX_BODY_BYTES} bytes with a 413;
+  a client still sending then may see the connection close before it reads the answer.
+- **Faults**: when the records database cannot be reached, requests that need it answer 503 \`service_unavailable\`
+  with \`Retry-After\` (connection attempts give up after 2 s; statements are cancelled after 10 s), and ingest
+  answers 503 rather than accept what it cannot store. Redis only accelerates: while it is down the service keeps
+  serving (see \`GET /readyz\` for what degrades) and returns to it by itself. \`GET /status\` reports \`degraded\`
+  while any backend is down.
 - **Deprecation**: a deprecated operation sends \`Deprecation\`, \`Sunset\` (at least 90 days later) and \`Link\`.
 `.trim()
 

@@ -20,6 +20,10 @@ export interface RateLimitState { limit: number; remaining: number; windowSecond
 /** What the pipeline learned about a request, for its handler and its response. */
 export interface RequestState {
   requestId: string
+  /** performance.now() when the request arrived (for the access log and the latency histogram). */
+  startedAt: number
+  /** The status of the error response, when one was sent (the app's error handler sets it). */
+  errorStatus?: number
   /** Headers every response to this request carries, errors included. */
   headers: Record<string, string>
   principal?: Principal
@@ -35,7 +39,7 @@ export function requestState(request: Request): RequestState {
   let state = states.get(request)
   if (!state) {
     // Requests that never passed the pipeline (non-API paths) still get an id.
-    state = { requestId: `req_${ulid()}`, headers: {} }
+    state = { requestId: `req_${ulid()}`, startedAt: performance.now(), headers: {} }
     state.headers['x-request-id'] = state.requestId
     state.headers['api-version'] = API_VERSION
     states.set(request, state)

@@ -60,8 +60,12 @@ export class Dispatcher {
     private readonly config: Config,
     private readonly log: Logger,
     private readonly resolve: Resolver = systemResolver,
-    /** Extra TLS settings for deliveries (tests trust their own certificate authority here). */
-    private readonly tls: { ca?: string } = {},
+    private readonly options: {
+      /** Extra TLS settings for deliveries (tests trust their own certificate authority here). */
+      tls?: { ca?: string }
+      /** Told the outcome of every attempt (metrics). */
+      onAttempt?: (outcome: 'succeeded' | 'retrying' | 'failed') => void
+    } = {},
   ) {}
 
   start(): void {
@@ -140,7 +144,7 @@ export class Dispatcher {
         method: 'POST',
         headers: { host: pinned.host, 'content-type': 'application/json', 'user-agent': 'husbandry-webhooks/1.0', ...signedHeaders(secrets, eventId, Math.floor(Date.now() / 1000), payload) },
         body: payload,
-        tls: { ...this.tls, serverName: pinned.serverName },
+        tls: { ...this.options.tls, serverName: pinned.serverName },
         // A redirect could lead anywhere, including inside our network: it counts as a failure.
         redirect: 'manual',
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
@@ -160,6 +164,7 @@ export class Dispatcher {
     // ±20% jitter keeps retries of many deliveries from arriving together.
     const delayMs = ok || gone || exhausted ? 0 : schedule[d.attempts - 1]! * 1000 * (0.8 + Math.random() * 0.4)
     const status = ok ? 'succeeded' : gone || exhausted ? 'failed' : 'pending'
+    this.options.onAttempt?.(status === 'pending' ? 'retrying' : status)
     const lease = toDate(d.locked_until).toISOString()
     // The attempt is recorded whatever happened; the delivery moves on only while the lease is still ours (if it
     // ran out, another dispatcher owns the delivery now). One statement, one round trip.

@@ -50,8 +50,31 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: every configured backend answers */
+        /**
+         * Readiness: the backends requests need answer
+         * @description `checks` names each configured backend and whether it answered within 2 s. 503 when the database (or the embedded store) is down. Redis only accelerates: while it is down the answer is 200 `degraded` and the service runs on in-process stand-ins, with these differences: rate limits count per process; Idempotency-Key locks are per process (the database still refuses a second write for the same key, so a retry never writes twice); a key revocation or device change reaches other processes within `KEY_CACHE_TTL_MS` (default 60 s) instead of at once. The service returns to Redis by itself within a second of it answering again.
+         */
         get: operations["getReadyz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Metrics for Prometheus
+         * @description Request counts and latency histograms by route template and status, ingest queue depth, flush sizes and latency, readings-store errors, webhook backlog and attempt outcomes, and whether each backend answers. Open when the service listens on a loopback address (`HOST`); otherwise it needs `METRICS_TOKEN` as a bearer token (401 without it) and is 404 when no token is configured. Counters are per process.
+         */
+        get: operations["getMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1780,8 +1803,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @constant */
-                        status: "ready";
+                        /** @enum {string} */
+                        status: "ready" | "degraded";
                         checks: {
                             [key: string]: "ok" | "down";
                         };
@@ -1790,6 +1813,31 @@ export interface operations {
             };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prometheus text format 0.0.4. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
         };
     };
     getApiV1Me: {

@@ -1,0 +1,53 @@
+// GET /metrics: the Prometheus exposition of src/observability.ts's metrics, plus values read at scrape time
+// (ingest queue depth, webhook backlog, backend up/down). Outside /api/v1 like /healthz: scrapers hold no API key.
+// Served openly only when the service listens on loopback (HOST); elsewhere it needs METRICS_TOKEN as a bearer
+// token, so a public listener never shows its traffic to strangers.
+import { timingSafeEqual } from 'node:crypto'
+import { Elysia, t } from 'elysia'
+import type { Deps } from '../../deps.ts'
+import { ApiError } from '../../http/errors.ts'
+import { op } from '../../http/operation.ts'
+import { checkBackends } from './index.ts'
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', 'localhost'])
+const isLoopbackHost = (host: string) => LOOPBACK_HOSTS.has(host) || host.startsWith('127.')
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given)
+  const b = Buffer.from(expected)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+export function metricsModule(deps: Deps) {
+  const { metrics } = deps
+  metrics.registry.gauge('hrs_ingest_queued_readings', 'Readings accepted into memory and not yet written to the readings store.', [],
+    () => [{ value: deps.ingest.batcher.queuedReadings }])
+  metrics.registry.gauge('hrs_webhook_backlog', 'Webhook deliveries waiting for an attempt (all processes: read from the database).', [], async () => {
+    const [row] = await deps.database.query<{ pending: number | string }>(`select count(*) as pending from webhook_deliveries where status = 'pending'`)
+    return [{ value: Number(row?.pending ?? 0) }]
+  })
+  metrics.registry.gauge('hrs_backend_up', '1 when the backend answered a ping within 2 s, 0 when it did not.', ['backend'], async () =>
+    Object.entries(await checkBackends(deps)).map(([backend, state]) => ({ labels: [backend], value: state === 'ok' ? 1 : 0 })))
+
+  const open = !deps.config.metricsToken && isLoopbackHost(deps.config.host)
+  return new Elysia({ name: 'metrics' })
+    .get('/metrics', async ({ request, set }) => {
+      if (!open) {
+        const token = deps.config.metricsToken
+        if (!token) throw new ApiError('not_found', 'Metrics are served without a token only when HOST is a loopback address; set METRICS_TOKEN to serve them here.')
+        const given = /^Bearer\s+(\S+)$/i.exec(request.headers.get('authorization') ?? '')?.[1]
+        if (!given || !sameSecret(given, token)) {
+          throw new ApiError('authentication_required', 'Send METRICS_TOKEN as "Authorization: Bearer <token>".', { headers: { 'www-authenticate': 'Bearer realm="metrics"' } })
+        }
+      }
+      set.headers['content-type'] = 'text/plain; version=0.0.4; charset=utf-8'
+      return metrics.registry.render()
+    }, {
+      response: { 200: t.String({ description: 'Prometheus text format 0.0.4.' }) },
+      detail: op({
+        summary: 'Metrics for Prometheus',
+        description: 'Request counts and latency histograms by route template and status, ingest queue depth, flush sizes and latency, readings-store errors, webhook backlog and attempt outcomes, and whether each backend answers. Open when the service listens on a loopback address (`HOST`); otherwise it needs `METRICS_TOKEN` as a bearer token (401 without it) and is 404 when no token is configured. Counters are per process.',
+        tags: ['Platform'], auth: 'public', errors: [401, 404],
+      }),
+    })
+}

@@ -1,0 +1,23 @@
+// What the service tells its operator about itself: the metrics behind GET /metrics, recorded where things happen
+// (requests here, flushes in ingest, delivery outcomes in the dispatcher), and the access log line per request.
+import { LATENCY_BUCKETS, MetricsRegistry, SIZE_BUCKETS } from './metrics.ts'
+
+export function createMetrics() {
+  const registry = new MetricsRegistry()
+  return {
+    registry,
+    httpRequests: registry.counter('hrs_http_requests_total', 'Requests answered, by method, route template and status.', ['method', 'route', 'status']),
+    httpDuration: registry.histogram('hrs_http_request_duration_seconds', 'Time from receiving a request to handing back its response.', ['method', 'route'], LATENCY_BUCKETS),
+    ingestFlushReadings: registry.histogram('hrs_ingest_flush_readings', 'Readings per write to the readings store (group commit).', [], SIZE_BUCKETS),
+    ingestFlushDuration: registry.histogram('hrs_ingest_flush_duration_seconds', 'Time one write to the readings store took.', ['outcome'], LATENCY_BUCKETS),
+    ingestStoreErrors: registry.counter('hrs_ingest_store_errors_total', 'Writes to the readings store that failed or timed out (their requests were answered 503).'),
+    webhookAttempts: registry.counter('hrs_webhook_attempts_total', 'Webhook delivery attempts made by this process, by outcome.', ['outcome']),
+  }
+}
+
+export type Metrics = ReturnType<typeof createMetrics>
+
+/** The route a request is counted under: its template, so ids do not make a series each. */
+export function routeLabel(route: string | undefined): string {
+  return route || 'unmatched'
+}
