@@ -15,6 +15,8 @@ export interface BatcherOptions {
   writeTimeoutMs: number
   /** Told about every failed write (the requests only learn that it failed). */
   onWriteError?: (error: unknown, readings: number) => void
+  /** Told about every batch once it is durably written (the alert evaluator); must not throw. */
+  onWritten?: (readings: readonly Reading[]) => void
 }
 
 /** Why readings were not accepted; the route answers 503 with Retry-After. */
@@ -95,6 +97,7 @@ export class Batcher {
         new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('write timed out')), this.options.writeTimeoutMs) }),
       ])
       batch.settle.resolve()
+      this.options.onWritten?.(batch.readings)
     } catch (cause) {
       this.options.onWriteError?.(cause, batch.readings.length)
       this.unhealthyUntil = Date.now() + RECOVERY_MS

@@ -9,7 +9,7 @@ import { API_PREFIX, type Pipeline } from '../src/http/pipeline.ts'
 import { principalOf } from '../src/http/request.ts'
 import { JsonInteger } from '../src/http/schemas.ts'
 import { oneOf } from '../src/records/fields.ts'
-import { Batcher, IngestUnavailable } from './batcher.ts'
+import { Batcher, IngestUnavailable, type BatcherOptions } from './batcher.ts'
 import { DeviceDirectory, type DeviceInfo } from './devices.ts'
 import { MAX_PING_CHANNELS, MAX_READINGS_PER_BATCH, parseBatch, parsePing, type Parsed } from './parse.ts'
 
@@ -20,12 +20,13 @@ export interface Ingest {
   drain(): Promise<void>
 }
 
-export async function createIngest(deps: Pick<Deps, 'config' | 'database' | 'shared' | 'readings' | 'log'>): Promise<Ingest> {
+export async function createIngest(deps: Pick<Deps, 'config' | 'database' | 'shared' | 'readings' | 'log'> & Pick<BatcherOptions, 'onWritten'>): Promise<Ingest> {
   const { config } = deps
   const batcher = new Batcher(deps.readings, {
     maxBatch: config.ingestBatchSize, flushMs: config.ingestFlushMs, maxQueued: config.ingestMaxQueued,
     concurrency: config.ingestFlushConcurrency, writeTimeoutMs: config.ingestWriteTimeoutMs,
     onWriteError: (error, readings) => deps.log.error('readings store write failed', { readings, store: deps.readings.kind, error: String(error) }),
+    onWritten: deps.onWritten,
   })
   const devices = new DeviceDirectory(deps.database.db, deps.shared)
   await devices.start()

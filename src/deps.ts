@@ -15,6 +15,7 @@ import { createIngest, type Ingest } from '../ingest/index.ts'
 import type { ReadingsStore } from '../ingest/stores/interface.ts'
 import { questdbStore } from '../ingest/stores/questdb.ts'
 import { sqlStore } from '../ingest/stores/sql.ts'
+import { AlertEvaluator } from './modules/alerts/evaluator.ts'
 
 export interface Deps {
   readonly config: Config
@@ -26,6 +27,8 @@ export interface Deps {
   readonly rateLimiter: RateLimiter
   readonly readings: ReadingsStore
   readonly ingest: Ingest
+  /** Checks written readings against alert rules; notices silent sensors. */
+  readonly alerts: AlertEvaluator
   /** Started by the server (and by `bun run dispatcher`), not here: tests drive it themselves. */
   readonly dispatcher: Dispatcher
   readonly log: Logger
@@ -36,6 +39,8 @@ export interface DepsOptions {
   migrate?: boolean
   /** A readings store to use instead of the configured one (tests inject failures through it). */
   readings?: (database: Database) => ReadingsStore
+  /** The alert evaluator's clock (epoch ms), so tests can make a sensor stale without waiting. */
+  clock?: () => number
 }
 
 export async function createDeps(config: Config, options: DepsOptions = {}): Promise<Deps> {
@@ -52,16 +57,19 @@ export async function createDeps(config: Config, options: DepsOptions = {}): Pro
   const cursorSecret = await settingOrCreate(database.db, 'cursor_secret', () => randomBytes(32).toString('base64url'))
   const readings = options.readings ? options.readings(database) : config.questdbIlp ? await questdbStore(config) : sqlStore(database)
   const dispatcher = new Dispatcher(database, config, log)
-  const ingest = await createIngest({ config, database, shared, readings, log })
+  const alerts = new AlertEvaluator({ db: database.db, shared, readings, log, now: options.clock })
+  await alerts.start()
+  const ingest = await createIngest({ config, database, shared, readings, log, onWritten: (batch) => alerts.observe(batch) })
   return {
     config, database, shared, authenticator, platform, log,
     cursors: new CursorCodec(cursorSecret),
-    rateLimiter, readings, ingest,
+    rateLimiter, readings, ingest, alerts,
     dispatcher,
     async close() {
       rateLimiter.stop()
       await dispatcher.stop()
       await ingest.drain()
+      await alerts.close()
       await readings.close()
       await shared.close()
       await database.close()
