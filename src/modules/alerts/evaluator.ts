@@ -20,6 +20,7 @@ import type { Reading, ReadingsStore } from '../../../ingest/stores/interface.ts
 import type { SharedStore } from '../../kv/interface.ts'
 import type { Logger } from '../../log.ts'
 import { newId } from '../../ids.ts'
+import { DEVICE_CHANNEL } from '../sensors/service.ts'
 import { loadRules, RULES_CHANNEL, snapshotOf, writeTransitions, type AlertRow, type AlertRuleRow, type Transition } from './service.ts'
 
 /** Carries `origin \t rule \t kind \t device \t channel \t environment \t 1|0` when an alert opened (1) or closed (0). */
@@ -81,6 +82,8 @@ export class AlertEvaluator {
   /** environment id → metric → rules watching that environment. */
   private readonly byEnvironment = new Map<string, Map<string, Rule[]>>()
   private readonly loads = new Map<string, number>()
+  /** The account of each device of an account with rules, to re-read the account when the device changes. */
+  private readonly deviceAccounts = new Map<string, string>()
   private loadAllSeq = 0
   private pending: Transition[] = []
   private writing: Promise<void> = Promise.resolve()
@@ -89,6 +92,7 @@ export class AlertEvaluator {
   private staleTimer: ReturnType<typeof setInterval> | undefined
   private refreshTimer: ReturnType<typeof setInterval> | undefined
   private readonly origin = randomUUID()
+  private closed = false
   private readonly now: () => number
 
   constructor(private readonly options: EvaluatorOptions) {
@@ -96,13 +100,18 @@ export class AlertEvaluator {
   }
 
   async start(): Promise<void> {
-    await this.options.shared.subscribe(RULES_CHANNEL, (accountId) => void this.reloadAccount(accountId).catch((error) => this.options.log.error('alert rules reload failed', { error: String(error) })))
+    await this.options.shared.subscribe(RULES_CHANNEL, (accountId) => this.reloadInBackground(accountId))
     await this.options.shared.subscribe(STATE_CHANNEL, (message) => this.applyState(message))
+    // A device's channels changed or it was deleted: the series its account's rules watch may have changed.
+    await this.options.shared.subscribe(DEVICE_CHANNEL, (deviceId) => {
+      const accountId = this.deviceAccounts.get(deviceId)
+      if (accountId) this.reloadInBackground(accountId)
+    })
     await this.reloadAll()
     this.staleTimer = setInterval(() => void this.checkStale(), this.options.staleCheckMs ?? 5000)
     this.staleTimer.unref?.()
     // A backstop for a missed invalidation (pub/sub delivers at most once), as the device cache's TTL is.
-    this.refreshTimer = setInterval(() => void this.reloadAll().catch(() => {}), 60_000)
+    this.refreshTimer = setInterval(() => void this.reloadAll().catch((error) => this.options.log.warn('alert rules refresh failed', { error: String(error) })), 60_000)
     this.refreshTimer.unref?.()
   }
 
@@ -138,7 +147,8 @@ export class AlertEvaluator {
   private check(rule: Rule, reading: Reading): void {
     if (rule.row.account_id !== reading.accountId) return
     const series = this.seriesOf(rule, reading.deviceId, reading.channel, reading.environmentId)
-    if (reading.ts < series.lastTs) return
+    // A reading at the same instant is the same reading (the store keeps one per series and ts), e.g. from a retried batch.
+    if (reading.ts <= series.lastTs) return
     series.lastTs = reading.ts
     series.lastValue = reading.value
     if (reading.ts > series.seenAt) series.seenAt = reading.ts
@@ -283,6 +293,11 @@ export class AlertEvaluator {
     }
   }
 
+  private reloadInBackground(accountId: string) {
+    if (this.closed) return
+    void this.reloadAccount(accountId).catch((error) => { if (!this.closed) this.options.log.error('alert rules reload failed', { error: String(error) }) })
+  }
+
   /** Re-reads one account's rules and open alerts; the rules service calls it before answering a change. */
   async reloadAccount(accountId: string): Promise<void> {
     const seq = (this.loads.get(accountId) ?? 0) + 1
@@ -293,46 +308,54 @@ export class AlertEvaluator {
   }
 
   /**
-   * Replaces an account's rules. A rule that watches what it watched before keeps its series (open flags, what was
-   * last seen); its out-of-range windows start again if its limits changed. Alerts the database holds open are
-   * marked open here too (another process may have opened them).
+   * Replaces an account's rules. A rule that watches what it watched before keeps the state of its series (open
+   * flags, what was last seen); its out-of-range windows start again if its limits changed. The series watched
+   * are the live device channels the rule targets (a channel mapped into its environment with its metric, or its
+   * one device channel) plus any with an alert open: a deleted device or a remapped channel is not called stale.
+   * Alerts the database holds open are marked open here too (another process may have opened them).
    */
   private install(accountId: string, rows: AlertRuleRow[], loaded: Awaited<ReturnType<typeof loadRules>>) {
     const previous = new Map((this.byAccount.get(accountId) ?? []).map((rule) => [rule.row.id, rule]))
     for (const old of previous.values()) { this.unindex(old); this.byId.delete(old.row.id) }
+    const devices = loaded.devices.filter((device) => device.account_id === accountId)
+    for (const device of devices) this.deviceAccounts.set(device.id, accountId)
+    const open = loaded.open.filter((alert) => rows.some((row) => row.id === alert.rule_id))
     const rules = rows.map((row) => {
       const rule = compile(row)
       const before = previous.get(row.id)
-      if (before && sameTarget(before.row, row)) {
-        rule.series = before.series
-        if (!sameLimits(before.row, row)) for (const series of rule.series.values()) series.breach = null
+      const kept = before && sameTarget(before.row, row) ? before.series : new Map<string, Series>()
+      const watch = (deviceId: string, channel: string, environmentId: string | null) => {
+        const key = seriesKey(deviceId, channel)
+        const series = kept.get(key)
+        if (series) {
+          if (!sameLimits(before!.row, row)) series.breach = null
+          rule.series.set(key, series)
+        } else this.seriesOf(rule, deviceId, channel, environmentId)
       }
-      if (row.device_id !== null && row.channel !== null) this.seriesOf(rule, row.device_id, row.channel, null)
-      return rule
-    })
-    const byRule = new Map(rules.map((rule) => [rule.row.id, rule]))
-    for (const device of loaded.devices) {
-      if (device.account_id !== accountId) continue
-      for (const channel of device.channels) {
-        for (const rule of rules) {
-          if (rule.row.environment_id !== null && rule.staleAfterMs !== null && rule.row.environment_id === channel.environment_id && rule.row.metric === channel.metric) {
-            this.seriesOf(rule, device.id, channel.key, channel.environment_id)
-          }
+      for (const device of devices) {
+        for (const channel of device.channels) {
+          const targeted = row.environment_id !== null
+            ? channel.environment_id === row.environment_id && channel.metric === row.metric
+            : device.id === row.device_id && channel.key === row.channel
+          if (targeted) watch(device.id, channel.key, channel.environment_id)
         }
       }
-    }
-    for (const open of loaded.open) {
-      const rule = byRule.get(open.rule_id)
-      if (!rule) continue
-      const series = this.seriesOf(rule, open.device_id, open.channel, open.environment_id)
-      if (open.kind === 'stale') {
-        series.stale = true
-        if (open.window_from.getTime() < series.seenAt && series.lastTs === -Infinity) series.seenAt = open.window_from.getTime()
-      } else {
-        series.open = true
-        series.breach = null
+      // A device channel watched before it is configured (readings on an unmapped channel) is watched all the same.
+      if (row.device_id !== null && row.channel !== null && devices.some((d) => d.id === row.device_id)) watch(row.device_id, row.channel, null)
+      for (const alert of open) if (alert.rule_id === row.id) watch(alert.device_id, alert.channel, alert.environment_id)
+      for (const alert of open) {
+        if (alert.rule_id !== row.id) continue
+        const series = rule.series.get(seriesKey(alert.device_id, alert.channel))!
+        if (alert.kind === 'stale') {
+          series.stale = true
+          if (series.lastTs === -Infinity) series.seenAt = Math.min(series.seenAt, alert.window_from.getTime())
+        } else {
+          series.open = true
+          series.breach = null
+        }
       }
-    }
+      return rule
+    })
     if (rules.length) this.byAccount.set(accountId, rules)
     else this.byAccount.delete(accountId)
     for (const rule of rules) { this.byId.set(rule.row.id, rule); this.index(rule) }
@@ -360,6 +383,7 @@ export class AlertEvaluator {
 
   /** Stops the timers and writes what is queued (after ingest has drained). */
   async close(): Promise<void> {
+    this.closed = true
     if (this.staleTimer) clearInterval(this.staleTimer)
     if (this.refreshTimer) clearInterval(this.refreshTimer)
     await this.staleRun

@@ -227,14 +227,14 @@ export async function writeTransitions(db: Executor & Pick<Deps['database']['db'
   })
 }
 
-/** What the evaluator reads: live rules, their open alerts, and the device channels mapped into watched environments. */
+/** What the evaluator reads: live rules, their open alerts, and the live devices (with their channel mappings) of their accounts. */
 export async function loadRules(db: Executor, accountId?: string) {
   const rules = await db.select().from(alertRules).where(and(isNull(alertRules.deleted_at), accountId ? eq(alertRules.account_id, accountId) : undefined))
   const open = await db.select({
     rule_id: alerts.rule_id, kind: alerts.kind, device_id: alerts.device_id, channel: alerts.channel, environment_id: alerts.environment_id,
     window_from: alerts.window_from, value_last: alerts.value_last,
   }).from(alerts).where(and(eq(alerts.state, 'open'), accountId ? eq(alerts.account_id, accountId) : undefined))
-  const watching = [...new Set(rules.filter((r) => r.environment_id !== null && r.stale_after_seconds !== null).map((r) => r.account_id))]
+  const watching = [...new Set(rules.map((r) => r.account_id))]
   const devices = watching.length
     ? await db.select({ id: sensorDevices.id, account_id: sensorDevices.account_id, channels: sensorDevices.channels }).from(sensorDevices)
       .where(and(isNull(sensorDevices.deleted_at), sql`${sensorDevices.account_id} = any(${`{${watching.join(',')}}`}::text[])`))
