@@ -183,7 +183,7 @@ describe('alert evaluation', () => {
       [[0, 25], [10, 26], [20, 31], [30, 32]],          // out at 20 s…
       [[40, 29], [50, 31], [60, 33], [70, 34]],         // …back in at 40 s before for_seconds: no alert; out again from 50 s
       [[80, 35], [110, 36], [120, 37], [130, 31]],      // 60 s out at 110 s: the alert opens; staying out sends nothing more
-      [[140, 29.8], [150, 35]],                         // in range but not past the hysteresis: still open
+      [[140, 29.8], [125, 20], [150, 35]],              // in range but not past the hysteresis: still open; 125 s is late: stored, judges nothing
       [[160, 29.4], [170, 31], [180, 32]],              // back past the hysteresis: resolved; a new window that never spans 60 s
     ]
     for (const batch of batches) {
