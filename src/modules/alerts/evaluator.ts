@@ -202,7 +202,10 @@ export class AlertEvaluator {
         const [newest] = await this.options.readings.latest({
           accountId: rule.row.account_id, deviceId: series.deviceId, channel: series.channel, from: now - rule.staleAfterMs, to: now + FUTURE_SLACK_MS,
         }, 1)
-        if (newest) { if (newest.ts > series.seenAt) series.seenAt = newest.ts; continue }
+        if (newest) {
+          if (newest.ts > series.seenAt) { series.seenAt = newest.ts; series.lastValue = newest.value }
+          continue
+        }
         if (series.stale || this.byId.get(rule.row.id) !== rule) continue
         series.stale = true
         this.queue({ open: {
