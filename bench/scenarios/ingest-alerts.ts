@@ -4,16 +4,20 @@
 // 1,280 device channels the load writes; 990 keep a range the load never leaves (pure evaluation cost, and a
 // stale watch the timer walks), 10 a range it is always outside, so exactly 10 alerts must open and none more
 // (hysteresis: no storm), which proves the rules were evaluated.
+import { join } from 'node:path'
 import postgres from 'postgres'
+import type { EvaluatorConfig, EvaluatorResult } from '../baselines/alert-evaluator.ts'
 import { newId } from '../../src/ids.ts'
 import { pidsNamed } from '../lib/load.ts'
+import { BUN, ROOT, runForResult } from '../lib/processes.ts'
 import { line, needsLocalServer, type Scenario } from '../lib/report.ts'
-import { cleanRedis, freshDatabase, metricOf, serverEnv } from '../lib/setup.ts'
+import { cleanRedis, freshDatabase, METRICS, metricOf, serverEnv } from '../lib/setup.ts'
 import { CHANNELS, driveIngest, ingestSettings, type IngestRun } from './ingest-postgres.ts'
 
 const NAME = 'ingest-alerts'
 const RULES = 1000
 const FIRING = 10
+const EVALUATOR_SCRIPT = join(ROOT, 'bench', 'baselines', 'alert-evaluator.ts')
 
 interface Measured { rules: number; readingsPerSecond: number; cpuPerReading: number; alerts: number; triggered: number }
 
@@ -73,6 +77,11 @@ export const ingestAlerts: Scenario = async (ctx) => {
       await cleanRedis(env.REDIS_PREFIX!)
     }
   }
+  ctx.log(`${NAME}: the evaluator alone, in one process, judging 2,000,000 of the same readings…`)
+  const lanes = ctx.options.concurrency ?? 128
+  const alone = await runForResult<EvaluatorResult>('evaluator alone', [BUN, EVALUATOR_SCRIPT, JSON.stringify({
+    devices: lanes, channels: CHANNELS, rules: RULES, firing: FIRING, readings: 2_000_000, metrics: METRICS,
+  } satisfies EvaluatorConfig)])
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
   const without = runs.filter((r) => r.rules === 0)
   const withRules = runs.filter((r) => r.rules === RULES)
@@ -83,7 +92,9 @@ export const ingestAlerts: Scenario = async (ctx) => {
     lines: [
       line(NAME, `readings/s with ${RULES} alert rules ÷ without (${withRules.length} runs each, alternating)`, mean(withRules.map((r) => r.readingsPerSecond)), mean(without.map((r) => r.readingsPerSecond)), 'rows/s', 0.9, 'target', note),
       line(NAME, `server CPU per reading with ${RULES} rules ÷ without`, mean(withRules.map((r) => r.cpuPerReading)), mean(without.map((r) => r.cpuPerReading)), 'µs'),
+      line(NAME, `evaluator alone (${alone.rules} rules): CPU per reading ÷ the server's without rules`, alone.nsPerReading / 1000, mean(without.map((r) => r.cpuPerReading)), 'µs', undefined, 'target',
+        `${alone.readings} readings in batches of 10,000 judged in ${alone.ms.toFixed(0)} ms, ${alone.opened} alerts opened (expected ${FIRING}); the share of a reading's server CPU that rules add, free of the load's noise`),
     ],
-    details: { runs, verified, settings: ingestSettings() },
+    details: { runs, verified, evaluatorAlone: alone, settings: ingestSettings() },
   }
 }

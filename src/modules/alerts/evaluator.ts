@@ -67,6 +67,8 @@ interface Rule {
   forMs: number
   staleAfterMs: number | null
   series: Map<string, Series>
+  /** A device-channel rule's one series, once it exists: found without building its key on every reading. */
+  single: Series | undefined
 }
 
 const seriesKey = (deviceId: string, channel: string) => `${deviceId}\u0000${channel}`
@@ -146,7 +148,8 @@ export class AlertEvaluator {
 
   private check(rule: Rule, reading: Reading): void {
     if (rule.row.account_id !== reading.accountId) return
-    const series = this.seriesOf(rule, reading.deviceId, reading.channel, reading.environmentId)
+    const series = rule.single ?? this.seriesOf(rule, reading.deviceId, reading.channel, reading.environmentId)
+    if (reading.environmentId !== null && series.environmentId !== reading.environmentId) series.environmentId = reading.environmentId
     // A reading at the same instant is the same reading (the store keeps one per series and ts), e.g. from a retried batch.
     if (reading.ts <= series.lastTs) return
     series.lastTs = reading.ts
@@ -280,6 +283,7 @@ export class AlertEvaluator {
       series = { deviceId, channel, environmentId, lastTs: -Infinity, lastValue: null, seenAt: this.now(), breach: null, open: false, stale: false }
       rule.series.set(key, series)
     } else if (environmentId !== null && series.environmentId !== environmentId) series.environmentId = environmentId
+    if (rule.row.device_id !== null) rule.single = series
     return series
   }
 
@@ -333,6 +337,7 @@ export class AlertEvaluator {
         if (series) {
           if (!sameLimits(before!.row, row)) series.breach = null
           rule.series.set(key, series)
+          if (row.device_id !== null) rule.single = series
         } else this.seriesOf(rule, deviceId, channel, environmentId)
       }
       for (const device of devices) {
@@ -400,7 +405,7 @@ function compile(row: AlertRuleRow): Rule {
   return {
     row, min, max, low: min + row.hysteresis, high: max - row.hysteresis, ranged: row.min !== null || row.max !== null,
     forMs: row.for_seconds * 1000, staleAfterMs: row.stale_after_seconds === null ? null : row.stale_after_seconds * 1000,
-    series: new Map(),
+    series: new Map(), single: undefined,
   }
 }
 
