@@ -254,6 +254,29 @@ describe('alert evaluation', () => {
     }
   })
 
+  test('a series whose readings another process stored is not called stale: the store is asked first', async () => {
+    const key = await env.account({ scopes: SCOPES })
+    const hub = await device(key, [{ key: 't1', metric: 'temperature' }])
+    const start = Date.now()
+    clock = start
+    try {
+      await rule(key, { device_id: hub.id, channel: 't1', metric: 'temperature', stale_after_seconds: 120 })
+      // Written straight to the store, as another process's batch would be: this process's evaluator never sees it.
+      await env.deps.readings.write([{ accountId: key.accountId, deviceId: hub.id, channel: 't1', ts: start + 100_000, value: 24.5, metric: 'temperature', environmentId: null }])
+      clock = start + 150_000
+      await env.deps.alerts.checkStale()
+      clock = start + 219_000
+      await env.deps.alerts.checkStale()
+      expect((await list(key)).data).toEqual([])
+      clock = start + 221_000
+      await env.deps.alerts.checkStale()
+      const [stale] = (await list(key)).data
+      expect(stale).toMatchObject({ kind: 'stale', state: 'open', window: { from: new Date(start + 100_000).toISOString(), to: new Date(start + 221_000).toISOString() }, values: { last: 24.5 } })
+    } finally {
+      clock = Date.now()
+    }
+  })
+
   test('deleting a rule closes its open alert with rule_deleted and sends the closing event', async () => {
     const key = await env.account({ scopes: SCOPES })
     const hooks = await receiver(key, ['*'])
