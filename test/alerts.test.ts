@@ -297,6 +297,25 @@ describe('alert evaluation', () => {
     expect(hooks.verified().filter((e) => e.type.startsWith('environment.alert')).map((e) => e.type)).toEqual(['environment.alert.triggered', 'environment.alert.resolved'])
   })
 
+  test('a rule that watches something else closes its open alerts with rule_changed; new limits alone keep them open', async () => {
+    const key = await env.account({ scopes: SCOPES })
+    const envId = await environment(key.accountId)
+    const hub = await device(key, [{ key: 't1', metric: 'temperature', environment_id: envId }, { key: 'h1', metric: 'humidity', environment_id: envId }])
+    const created = await rule(key, { device_id: hub.id, channel: 't1', metric: 'temperature', max: 30 })
+    await send(hub.key, [{ channel: 't1', value: 33, ts: Date.now() - 2000 }])
+    await env.deps.alerts.flush()
+    const patch = (body: Record<string, unknown>) => env.request('PATCH', `/api/v1/environment/alert-rules/${created.id}`, { token: key.token, body })
+    expect((await patch({ max: 32, name: 'renamed' })).status).toBe(200)
+    expect((await list(key, '?state=open')).data).toHaveLength(1)
+    expect((await patch({ channel: 'h1', metric: 'humidity', max: 80 })).status).toBe(200)
+    const [closed] = (await list(key)).data
+    expect(closed).toMatchObject({ state: 'resolved', resolved_reason: 'rule_changed', channel: 't1' })
+    // The rule now watches h1: t1 out of range opens nothing, h1 out of range does.
+    await send(hub.key, [{ channel: 't1', value: 40, ts: Date.now() - 1000 }, { channel: 'h1', value: 90, ts: Date.now() - 1000 }])
+    await env.deps.alerts.flush()
+    expect((await list(key, '?state=open')).data.map((a: { channel: string }) => a.channel)).toEqual(['h1'])
+  })
+
   test('two processes: an alert opens once however many see it, and the one that did not open it can close it', async () => {
     const key = await env.account({ scopes: SCOPES })
     const envId = await environment(key.accountId)
