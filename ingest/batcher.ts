@@ -17,6 +17,8 @@ export interface BatcherOptions {
   onWriteError?: (error: unknown, readings: number) => void
   /** Told about every write when it has settled: how many readings, how long it took, whether it succeeded. */
   onFlush?: (readings: number, seconds: number, ok: boolean) => void
+  /** Told about every batch once it is durably written (the alert evaluator); must not throw. */
+  onWritten?: (readings: readonly Reading[]) => void
 }
 
 /** Why readings were not accepted; the route answers 503 with Retry-After. */
@@ -100,6 +102,7 @@ export class Batcher {
       ])
       ok = true
       batch.settle.resolve()
+      this.options.onWritten?.(batch.readings)
     } catch (cause) {
       this.options.onWriteError?.(cause, batch.readings.length)
       this.unhealthyUntil = Date.now() + RECOVERY_MS

@@ -6,7 +6,7 @@ import type { Config } from '../src/config.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
 import type { Logger } from '../src/log.ts'
 import type { Metrics } from '../src/observability.ts'
-import { Batcher } from './batcher.ts'
+import { Batcher, type BatcherOptions } from './batcher.ts'
 import { DeviceDirectory } from './devices.ts'
 import type { ReadingsStore } from './stores/interface.ts'
 
@@ -24,6 +24,8 @@ export interface IngestDeps {
   readonly readings: ReadingsStore
   readonly log: Logger
   readonly metrics: Pick<Metrics, 'ingestFlushReadings' | 'ingestFlushDuration' | 'ingestStoreErrors'>
+  /** Told about every batch once it is durably written (the alert evaluator). */
+  readonly onWritten?: BatcherOptions['onWritten']
 }
 
 export async function createIngest(deps: IngestDeps): Promise<Ingest> {
@@ -37,6 +39,7 @@ export async function createIngest(deps: IngestDeps): Promise<Ingest> {
       deps.metrics.ingestFlushDuration.observe([ok ? 'ok' : 'failed'], seconds)
       if (!ok) deps.metrics.ingestStoreErrors.inc()
     },
+    onWritten: deps.onWritten,
   })
   const devices = new DeviceDirectory(deps.database.db, deps.shared)
   await devices.start()

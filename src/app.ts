@@ -15,6 +15,7 @@ import { readingsRoutes } from '../ingest/query.ts'
 import { ingestRoutes } from '../ingest/routes.ts'
 import { accountModule } from './modules/account/index.ts'
 import { activitiesModule } from './modules/activities/index.ts'
+import { alertsModule } from './modules/alerts/index.ts'
 import { animalsModule } from './modules/animals/index.ts'
 import { platformModule } from './modules/platform/index.ts'
 import { webhooksModule } from './modules/webhooks/index.ts'
@@ -128,6 +129,7 @@ export function createApp(deps: Deps) {
     .use(sensorsModule(deps))
     .use(ingestRoutes(deps, pipeline))
     .use(readingsRoutes(deps))
+    .use(alertsModule(deps))
     .use(webhooksModule(deps))
     .get(`${API_PREFIX}/openapi.json`, () => publishedDocument(), {
       response: { 200: t.Record(t.String(), t.Unknown(), { description: 'OpenAPI 3.1 document.' }) },

@@ -18,6 +18,7 @@ import { createIngest, type Ingest } from '../ingest/index.ts'
 import type { ReadingsStore } from '../ingest/stores/interface.ts'
 import { questdbStore } from '../ingest/stores/questdb.ts'
 import { sqlStore } from '../ingest/stores/sql.ts'
+import { AlertEvaluator } from './modules/alerts/evaluator.ts'
 
 export interface Deps {
   readonly config: Config
@@ -29,6 +30,8 @@ export interface Deps {
   readonly rateLimiter: RateLimiter
   readonly readings: ReadingsStore
   readonly ingest: Ingest
+  /** Checks written readings against alert rules; notices silent sensors. */
+  readonly alerts: AlertEvaluator
   /** Started by the server (and by `bun run dispatcher`), not here: tests drive it themselves. */
   readonly dispatcher: Dispatcher
   readonly log: Logger
@@ -47,6 +50,8 @@ export interface DepsOptions {
   readings?: (database: Database) => ReadingsStore
   /** A logger to use instead of stderr's (tests read the access log through it). */
   log?: Logger
+  /** The alert evaluator's clock (epoch ms), so tests can make a sensor stale without waiting. */
+  clock?: () => number
 }
 
 export async function createDeps(config: Config, options: DepsOptions = {}): Promise<Deps> {
@@ -68,16 +73,19 @@ export async function createDeps(config: Config, options: DepsOptions = {}): Pro
   const readings = options.readings ? options.readings(database) : config.questdbIlp ? await questdbStore(config) : sqlStore(database)
   const metrics = createMetrics()
   const dispatcher = new Dispatcher(database, config, log, systemResolver, { onAttempt: (outcome) => metrics.webhookAttempts.inc([outcome]) })
-  const ingest = await createIngest({ config, database, shared, readings, log, metrics })
+  const alerts = new AlertEvaluator({ db: database.db, shared, readings, log, now: options.clock })
+  await alerts.start()
+  const ingest = await createIngest({ config, database, shared, readings, log, metrics, onWritten: (batch) => alerts.observe(batch) })
   return {
     config, database, shared, authenticator, platform, log, metrics,
     cursors: new CursorCodec(cursorSecret),
-    rateLimiter, readings, ingest,
+    rateLimiter, readings, ingest, alerts,
     dispatcher,
     async close() {
       rateLimiter.stop()
       await dispatcher.stop()
       await ingest.drain()
+      await alerts.close()
       await readings.close()
       await shared.close()
       await database.close()

@@ -5,6 +5,7 @@ export const ID_PREFIXES = {
   account: 'acct', key: 'key', device: 'dev', animal: 'anm', activity: 'act', environment: 'env',
   clutch: 'clt', breeding: 'brd', condition: 'cnd', document: 'doc', contact: 'cnt', invoice: 'inv',
   webhookEndpoint: 'whe', event: 'evt', claim: 'clm', request: 'req', attempt: 'wha',
+  alertRule: 'alr', alert: 'alt',
 } as const
 export type IdKind = keyof typeof ID_PREFIXES
 

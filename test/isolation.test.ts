@@ -43,6 +43,18 @@ describe('cross-account isolation', () => {
   test("every path that takes an id answers 404 to another account, and the owner's record is unchanged", async () => {
     const owner = await env.account({ scopes: ALL_SCOPES })
     const stranger = await env.account({ scopes: ALL_SCOPES })
+    const post = async (path: string, body: unknown, token = owner.token) => (await env.request('POST', path, { token, body })).json()
+    const alertRule = async () => {
+      const device = await post('/api/v1/sensors/devices', { name: 'Mine', channels: [{ key: 't1', metric: 'temperature' }] })
+      const rule = await post('/api/v1/environment/alert-rules', { device_id: device.id, channel: 't1', metric: 'temperature', min: 100 })
+      return { device, rule }
+    }
+    const alert = async () => {
+      const { device } = await alertRule()
+      expect((await env.request('POST', '/api/v1/sensors/readings', { token: device.key, body: { readings: [{ channel: 't1', value: 20 }] } })).status).toBe(202)
+      await env.deps.alerts.flush()
+      return (await (await env.request('GET', `/api/v1/environment/alerts?device_id=${device.id}`, { token: owner.token })).json()).data[0].id
+    }
     const webhookEndpoint = async () => (await (await env.request('POST', '/api/v1/webhooks/endpoints', { token: owner.token, body: { url: 'http://127.0.0.1:9/x', enabled_events: ['*'] } })).json()).id
     // How to make a record for each path with an {id}; a new route with an id must add its line here.
     const makers: Record<string, () => Promise<string>> = {
@@ -50,6 +62,8 @@ describe('cross-account isolation', () => {
       '/api/v1/sensors/devices/{id}': async () => (await (await env.request('POST', '/api/v1/sensors/devices', { token: owner.token, body: { name: 'Mine' } })).json()).id,
       '/api/v1/webhooks/endpoints/{id}': webhookEndpoint,
       '/api/v1/webhooks/endpoints/{id}/test': webhookEndpoint,
+      '/api/v1/environment/alert-rules/{id}': async () => (await alertRule()).rule.id,
+      '/api/v1/environment/alerts/{id}': alert,
     }
     const doc = await (await env.request('GET', '/api/v1/openapi.json')).json()
     const idPaths = Object.keys(doc.paths).filter((path) => path.includes('{id}'))

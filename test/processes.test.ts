@@ -97,6 +97,34 @@ describe.if(shared)('several processes (real Postgres and Redis)', () => {
     }
   })
 
+  test('an alert opened by one process is closed by another that only sees the recovery, once each', async () => {
+    const [a, b] = await Promise.all([startServer({ ...storeEnv, DEMO: '0' }), startServer({ ...storeEnv, DEMO: '0' })])
+    try {
+      const account = await createAccount(deps.database.db, { name: 'alerts across processes', plan: 'breeder' })
+      const { token } = await createKey(deps.database.db, { accountId: account.id, kind: 'personal', name: 'k', scopes: ALL_SCOPES })
+      const call = async (server: { baseUrl: string }, method: string, path: string, body?: unknown, key = token) =>
+        fetch(`${server.baseUrl}/api/v1${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+      const device = await (await call(a, 'POST', '/sensors/devices', { name: 'hub', channels: [{ key: 't1', metric: 'temperature' }] })).json()
+      expect((await call(a, 'POST', '/environment/alert-rules', { device_id: device.id, channel: 't1', metric: 'temperature', max: 30 })).status).toBe(201)
+      let ts = Date.now() - 60_000
+      const reading = async (server: { baseUrl: string }, value: number) =>
+        expect((await call(server, 'POST', '/sensors/readings', { readings: [{ channel: 't1', value, ts: ts++ }] }, device.key)).status).toBe(202)
+      const alerts = async (state: string) => (await (await call(a, 'GET', `/environment/alerts?state=${state}`)).json()).data
+      // Process b learns of the rule through Redis, then opens the alert on readings only it sees.
+      await waitFor(async () => { await reading(b, 35); return (await alerts('open')).length === 1 }, 5_000, 100)
+      // Process a never saw an out-of-range reading: it closes the alert because b told it the alert is open.
+      await waitFor(async () => { await reading(a, 25); return (await alerts('resolved')).length === 1 }, 5_000, 100)
+      const [alert] = await alerts('resolved')
+      expect(alert).toMatchObject({ device_id: device.id, channel: 't1', resolved_value: 25, resolved_reason: 'recovered' })
+      expect(await alerts('open')).toEqual([])
+      const events = await deps.database.query<{ type: string }>(`select type from outbox_events where account_id = $1 and type like 'environment.alert.%' order by created_at`, [account.id])
+      expect(events.map((e) => e.type)).toEqual(['environment.alert.triggered', 'environment.alert.resolved'])
+    } finally {
+      expect(await a.stop()).toBe(0)
+      expect(await b.stop()).toBe(0)
+    }
+  })
+
   test('WORKERS=2 starts two processes sharing the port; SIGTERM stops them all cleanly', async () => {
     const server = await startServer({ ...storeEnv, DEMO: '0', TEST_ROUTES: '1', WORKERS: '2' })
     try {

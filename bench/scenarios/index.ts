@@ -5,6 +5,7 @@ import { animalsWalk } from './animals-walk.ts'
 import { generatorCheck } from './generator-check.ts'
 import { httpFloor } from './http-floor.ts'
 import { httpLayer } from './http-layer.ts'
+import { ingestAlerts } from './ingest-alerts.ts'
 import { ingestBatches } from './ingest-batches.ts'
 import { ingestPostgres } from './ingest-postgres.ts'
 import { ingestQuestdb } from './ingest-questdb.ts'
@@ -24,6 +25,8 @@ export const SCENARIOS: Record<string, Scenario> = {
   // Right after ingest-postgres, whose maximum rate it halves (and before QuestDB's background work starts).
   latency,
   'ingest-batches': ingestBatches,
+  // ingest-postgres's load without and with 1,000 alert rules, alternating.
+  'ingest-alerts': ingestAlerts,
   'ingest-questdb': ingestQuestdb,
   'questdb-client': questdbClient,
   webhooks,

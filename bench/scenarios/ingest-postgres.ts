@@ -40,12 +40,17 @@ export interface IngestRun {
  * Starts our server, makes one device per lane, and drives closed-loop ingest at full speed: ctx.options
  * .concurrency devices (default LANES) posting ctx.options.batch readings per request (default READINGS_PER_REQUEST).
  */
-export async function driveIngest(ctx: ScenarioContext, env: Record<string, string>, watch: Record<string, () => number[]>, label: string): Promise<IngestRun> {
+export async function driveIngest(
+  ctx: ScenarioContext, env: Record<string, string>, watch: Record<string, () => number[]>, label: string,
+  /** Runs once the devices exist, before the load (e.g. the alert rules of ingest-alerts). */
+  prepare?: (setup: { baseUrl: string; token: string; accountId: string; devices: { id: string; key: string }[] }) => Promise<void>,
+): Promise<IngestRun> {
   const lanes = ctx.options.concurrency ?? LANES
   const perRequest = ctx.options.batch ?? READINGS_PER_REQUEST
   const { accountId, token } = await accountAndToken(env)
   const server = await startServer('our server', ourServer('src/main.ts', label), env)
   const devices = await createDevices(server.baseUrl, token, lanes, CHANNELS)
+  await prepare?.({ baseUrl: server.baseUrl, token, accountId, devices })
   const tsBase = Date.now() - 2 * 3_600_000
   ctx.log(`${label}: ${lanes} devices posting ${perRequest} readings per request, closed loop…`)
   // WORKERS > 1: the server pid is the supervisor; its workers are its children.

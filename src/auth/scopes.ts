@@ -1,6 +1,8 @@
 // The one scope table (CONTRACT §2): `<area>:read` and `<area>:write` for every data area.
 export const SCOPE_AREAS = [
   'animals', 'activities', 'breeding', 'medical', 'contacts', 'sales', 'documents', 'environment', 'sensors', 'webhooks',
+  // Additive to v1 (issue 16): threshold and stale-sensor alerts.
+  'alerts',
 ] as const
 export type ScopeArea = (typeof SCOPE_AREAS)[number]
 export type Scope = `${ScopeArea}:${'read' | 'write'}`

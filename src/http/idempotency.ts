@@ -4,11 +4,14 @@
 // can never write twice even if Redis has lost everything.
 import { createHash } from 'node:crypto'
 import { and, eq, gte, lt, sql } from 'drizzle-orm'
+import { t } from 'elysia'
 import { idempotencyKeys } from '../../db/schema/index.ts'
 import type { Deps } from '../deps.ts'
 import type { Executor } from '../webhooks/outbox.ts'
 import { canonical } from './cursor.ts'
 import { ApiError, problemBody } from './errors.ts'
+import { requestState } from './pipeline.ts'
+import { principalOf } from './request.ts'
 
 export const IDEMPOTENCY_RETENTION_MS = 24 * 3600 * 1000
 /** Longer than any write can take; a crashed holder's lock frees itself after this. */
@@ -119,4 +122,36 @@ export async function runIdempotent(deps: Deps, request: IdempotentRequest, perf
 /** Drops stored responses past the retention window (run periodically). */
 export async function purgeExpiredIdempotencyKeys(deps: Deps): Promise<void> {
   await deps.database.db.delete(idempotencyKeys).where(lt(idempotencyKeys.created_at, sql`now() - interval '24 hours'`))
+}
+
+/** The request header of a create that honours Idempotency-Key. */
+export const IdempotencyHeaders = t.Object({
+  'idempotency-key': t.Optional(t.String({
+    minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$',
+    description: 'Makes a retry safe: within 24 h the same key returns the first response (with `Idempotent-Replayed: true`) instead of writing again; the same key with a different body is 422, and while the first request is still running 409.',
+  })),
+})
+
+/**
+ * Answers a create: `perform` runs in a transaction, at most once per Idempotency-Key when the request carries
+ * one. `headersOf` adds headers to a fresh or replayed success (e.g. the ETag).
+ */
+export async function respondIdempotently(
+  deps: Deps, request: Request, key: string | undefined, body: unknown, perform: (tx: Executor) => Promise<Outcome>,
+  headersOf: (outcome: Outcome) => Record<string, string> = () => ({}),
+): Promise<Response> {
+  const { accountId } = principalOf(request)
+  const state = requestState(request)
+  const result = key === undefined
+    ? { ...(await deps.database.db.transaction(perform)), replayed: false }
+    : await runIdempotent(deps, { accountId, key, fingerprint: fingerprintOf('POST', new URL(request.url).pathname, body), requestId: state.requestId }, perform)
+  return new Response(result.body, {
+    status: result.status,
+    headers: {
+      ...state.headers,
+      ...(result.status < 400 ? headersOf(result) : {}),
+      'content-type': result.status >= 400 ? 'application/problem+json' : 'application/json',
+      ...(result.replayed ? { 'idempotent-replayed': 'true' } : {}),
+    },
+  })
 }

@@ -3,6 +3,7 @@
 import { toOpenAPISchema } from '@elysiajs/openapi'
 import type { AnyElysia } from 'elysia'
 import { ALL_SCOPES } from '../auth/scopes.ts'
+import { ALERTS_TAG_DESCRIPTION } from '../modules/alerts/index.ts'
 import { API_VERSION } from '../platform.ts'
 import { ERRORS } from './errors.ts'
 import { ROUTE_POLICY, type RoutePolicy } from './operation.ts'
@@ -35,7 +36,7 @@ REST API over an account's husbandry records. Decisions this document records, b
   \`null\` clears a field (lists become empty; a \`null\` inside \`metadata\` removes that key). Reads and writes of an
   animal return a strong \`ETag\`; \`If-Match\` on PATCH or DELETE with a stale tag answers 412, and no \`If-Match\`
   means no precondition. A patch that changes nothing keeps the version and sends no event. DELETE is a soft delete.
-- **Idempotency-Key** (\`POST /activities\`, 1–255 printable characters, per account, kept 24 h): a replay returns the
+- **Idempotency-Key** (\`POST /activities\` and \`POST /environment/alert-rules\`, 1–255 printable characters, per account, kept 24 h): a replay returns the
   first status and body with \`Idempotent-Replayed: true\`; the same key with a different body (compared as canonical
   JSON) is 422 \`idempotency_key_mismatch\`; while the first is in flight, 409 \`idempotency_key_in_use\`. Responses
   the handler produced are stored, failures included (e.g. a 422 for an unknown animal); requests refused before it
@@ -233,6 +234,7 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
       { name: 'Breeding', description: 'Pairings and clutches (read-only in v1).' },
       { name: 'Medical', description: 'Diagnosed conditions (read-only in v1).' },
       { name: 'Environment', description: 'Where animals live, the metrics sensors measure, and their readings.' },
+      { name: 'Alerts', description: ALERTS_TAG_DESCRIPTION },
       { name: 'Documents', description: 'Files kept with the records (read-only in v1).' },
       { name: 'Customers', description: 'Contacts and sales invoices (read-only in v1).' },
       { name: 'Reference', description: 'Reference data shared by every account.' },

@@ -5,3 +5,7 @@
 export const AUTH_CHANNEL = 'auth:invalidate'
 /** A device's channels changed or it was deleted, so every process re-reads it into its ingest cache. */
 export const DEVICE_CHANNEL = 'devices:invalidate'
+/** Carries an account id: that account's alert rules changed, so every process's evaluator re-reads them. */
+export const RULES_CHANNEL = 'alert-rules:invalidate'
+/** Carries `origin \t rule \t kind \t device \t channel \t environment \t 1|0` when an alert opened (1) or closed (0). */
+export const STATE_CHANNEL = 'alerts:state'

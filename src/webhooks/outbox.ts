@@ -9,6 +9,8 @@ export const EVENT_TYPES = [
   'animal.created', 'animal.updated', 'animal.deleted', 'activity.created',
   'sensor_device.created', 'sensor_device.updated', 'sensor_device.deleted', 'sensor_device.paired',
   'webhook_endpoint.test',
+  // Additive to v1 (issue 16), raised by the alert evaluator.
+  'environment.alert.triggered', 'environment.alert.resolved', 'sensor_device.stale', 'sensor_device.recovered',
 ] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 

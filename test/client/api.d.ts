@@ -525,6 +525,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/environment/alert-rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List alert rules
+         * @description Newest first. Deleted rules are not listed.
+         */
+        get: operations["getApiV1EnvironmentAlert-rules"];
+        put?: never;
+        /** Create an alert rule */
+        post: operations["postApiV1EnvironmentAlert-rules"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/environment/alert-rules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an alert rule */
+        get: operations["getApiV1EnvironmentAlert-rulesById"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an alert rule
+         * @description Its open alerts close (`resolved_reason: rule_deleted`); its alerts stay listed.
+         */
+        delete: operations["deleteApiV1EnvironmentAlert-rulesById"];
+        options?: never;
+        head?: never;
+        /** Update an alert rule (JSON merge patch) */
+        patch: operations["patchApiV1EnvironmentAlert-rulesById"];
+        trace?: never;
+    };
+    "/api/v1/environment/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List alerts
+         * @description Open and past alerts, newest first; `state=open` gives the ones open now, `updated_since` what changed since a sync.
+         */
+        get: operations["getApiV1EnvironmentAlerts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/environment/alerts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an alert */
+        get: operations["getApiV1EnvironmentAlertsById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks/endpoints": {
         parameters: {
             query?: never;
@@ -698,6 +778,167 @@ export interface components {
             details_schema: {
                 [key: string]: unknown;
             };
+        };
+        /** @description An alert, also the `data.object` of its webhook events. */
+        Alert: {
+            /** @example alt_01jd8x3m5v6w7y8z9a0b1c2d3e */
+            id: string;
+            /** @example alr_01jd8x3m5v6w7y8z9a0b1c2d3e */
+            rule_id: string;
+            /**
+             * @description threshold: the series left its range; stale: the series went silent.
+             * @enum {string}
+             */
+            kind: "threshold" | "stale";
+            /** @enum {string} */
+            state: "open" | "resolved";
+            /**
+             * @description The environment the series maps to (null for an unmapped channel).
+             * @example env_01jd8x3m5v6w7y8z9a0b1c2d3e
+             */
+            environment_id: string | null;
+            /** @example dev_01jd8x3m5v6w7y8z9a0b1c2d3e */
+            device_id: string;
+            channel: string;
+            metric: string;
+            /** @description The rule as it was when the alert opened. */
+            rule: {
+                /** @example alr_01jd8x3m5v6w7y8z9a0b1c2d3e */
+                id: string;
+                name: string | null;
+                min: number | null;
+                max: number | null;
+                hysteresis: number;
+                for_seconds: number;
+                stale_after_seconds: number | null;
+            };
+            /**
+             * Format: date-time
+             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             */
+            triggered_at: string;
+            /** @description threshold: from the first out-of-range reading to the one that opened the alert; stale: from the newest reading (or when watching began) to when the silence was noticed. */
+            window: {
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 date-time (answers use UTC with milliseconds).
+                 */
+                from: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 date-time (answers use UTC with milliseconds).
+                 */
+                to: string;
+            };
+            /** @description The readings in the window (threshold); for stale only `last`, the newest value before the silence (null if none was seen). */
+            values: {
+                first: number | null;
+                last: number | null;
+                min: number | null;
+                max: number | null;
+                count: number | null;
+            };
+            /**
+             * Format: date-time
+             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             */
+            resolved_at: string | null;
+            /** @description The value of the reading that closed it. */
+            resolved_value: number | null;
+            /**
+             * @description recovered: readings came back in range (or at all); rule_changed / rule_deleted: the rule stopped watching.
+             * @enum {string|null}
+             */
+            resolved_reason: "recovered" | "rule_changed" | "rule_deleted" | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             */
+            updated_at: string;
+        };
+        AlertRule: {
+            /** @example alr_01jd8x3m5v6w7y8z9a0b1c2d3e */
+            id: string;
+            name: string | null;
+            /**
+             * @description The environment watched (or null with device_id and channel).
+             * @example env_01jd8x3m5v6w7y8z9a0b1c2d3e
+             */
+            environment_id: string | null;
+            /**
+             * @description The device watched, with channel (or null with environment_id).
+             * @example dev_01jd8x3m5v6w7y8z9a0b1c2d3e
+             */
+            device_id: string | null;
+            /** @description A channel key of the device (with `device_id`). */
+            channel: string | null;
+            /**
+             * @description A `/environment/metrics` id: the metric the rule watches.
+             * @example temperature
+             */
+            metric: string;
+            /** @description Out of range below this value. */
+            min: number | null;
+            /** @description Out of range above this value. */
+            max: number | null;
+            /** @description How far back inside the range a reading must be to close an open threshold alert (default 0). */
+            hysteresis: number;
+            /** @description How long a series must stay out of range before the alert opens, in seconds (default 0: at once). */
+            for_seconds: number;
+            stale_after_seconds: number | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             */
+            updated_at: string;
+        };
+        /** @description Either `environment_id`, or `device_id` with `channel`; and at least one of `min`, `max`, `stale_after_seconds`. `min` may not exceed `max`. */
+        AlertRuleCreate: {
+            /**
+             * @description A `/environment/metrics` id: the metric the rule watches.
+             * @example temperature
+             */
+            metric: string;
+            /** @description How far back inside the range a reading must be to close an open threshold alert (default 0). */
+            hysteresis?: number;
+            /** @description How long a series must stay out of range before the alert opens, in seconds (default 0: at once). */
+            for_seconds?: number;
+            name?: string | null;
+            environment_id?: string | null;
+            device_id?: string | null;
+            channel?: string | null;
+            min?: number | null;
+            max?: number | null;
+            stale_after_seconds?: number | null;
+        };
+        /** @description A JSON merge patch (RFC 7396): members present replace the current value; null clears it. The result is checked like a new rule. */
+        AlertRulePatch: {
+            /**
+             * @description A `/environment/metrics` id: the metric the rule watches.
+             * @example temperature
+             */
+            metric?: string;
+            /** @description null resets to 0. */
+            hysteresis?: number | null;
+            /** @description null resets to 0. */
+            for_seconds?: number | null;
+            name?: string | null;
+            environment_id?: string | null;
+            device_id?: string | null;
+            channel?: string | null;
+            min?: number | null;
+            max?: number | null;
+            stale_after_seconds?: number | null;
         };
         Animal: {
             /** @example anm_01jd8x3m5v6w7y8z9a0b1c2d3e */
@@ -1497,7 +1738,7 @@ export interface components {
         WebhookEndpointCreate: {
             /** @description An https URL whose host resolves only to public unicast addresses: no private, loopback, link-local, IPv4-embedding IPv6 (::/96, ::ffff:0:0/96, 64:ff9b::/96, 6to4, Teredo) or other IANA special-purpose address. Checked when saved and again before every delivery, which then connects to the address just checked (Host and TLS server name stay on the name). */
             url: string;
-            /** @description Event types to receive, or "*" for all: animal.created, animal.updated, animal.deleted, activity.created, sensor_device.created, sensor_device.updated, sensor_device.deleted, sensor_device.paired. */
+            /** @description Event types to receive, or "*" for all: animal.created, animal.updated, animal.deleted, activity.created, sensor_device.created, sensor_device.updated, sensor_device.deleted, sensor_device.paired, environment.alert.triggered, environment.alert.resolved, sensor_device.stale, sensor_device.recovered. */
             enabled_events: string[];
             description?: string | null;
         };
@@ -1549,7 +1790,7 @@ export interface components {
         WebhookEndpointPatch: {
             /** @description An https URL whose host resolves only to public unicast addresses: no private, loopback, link-local, IPv4-embedding IPv6 (::/96, ::ffff:0:0/96, 64:ff9b::/96, 6to4, Teredo) or other IANA special-purpose address. Checked when saved and again before every delivery, which then connects to the address just checked (Host and TLS server name stay on the name). */
             url?: string;
-            /** @description Event types to receive, or "*" for all: animal.created, animal.updated, animal.deleted, activity.created, sensor_device.created, sensor_device.updated, sensor_device.deleted, sensor_device.paired. */
+            /** @description Event types to receive, or "*" for all: animal.created, animal.updated, animal.deleted, activity.created, sensor_device.created, sensor_device.updated, sensor_device.deleted, sensor_device.paired, environment.alert.triggered, environment.alert.resolved, sensor_device.stale, sensor_device.recovered. */
             enabled_events?: string[];
             description?: string | null;
             /**
@@ -3066,6 +3307,293 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "getApiV1EnvironmentAlert-rules": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                environment_id?: string;
+                device_id?: string;
+                metric?: string;
+                updated_since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AlertRule"][];
+                        has_more: boolean;
+                        /** @description Pass as `cursor` to get the next page; null on the last page. */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "postApiV1EnvironmentAlert-rules": {
+        parameters: {
+            query?: never;
+            header?: {
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Either `environment_id`, or `device_id` with `channel`; and at least one of `min`, `max`, `stale_after_seconds`. `min` may not exceed `max`. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AlertRuleCreate"];
+            };
+        };
+        responses: {
+            /** @description Response for status 201 */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "getApiV1EnvironmentAlert-rulesById": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "deleteApiV1EnvironmentAlert-rulesById": {
+        parameters: {
+            query?: never;
+            header?: {
+                "if-match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "patchApiV1EnvironmentAlert-rulesById": {
+        parameters: {
+            query?: never;
+            header?: {
+                "if-match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A JSON merge patch (RFC 7396): members present replace the current value; null clears it. The result is checked like a new rule. */
+        requestBody: {
+            content: {
+                "application/merge-patch+json": components["schemas"]["AlertRulePatch"];
+                "application/json": components["schemas"]["AlertRulePatch"];
+            };
+        };
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getApiV1EnvironmentAlerts: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                state?: "open" | "resolved";
+                kind?: "threshold" | "stale";
+                environment_id?: string;
+                device_id?: string;
+                rule_id?: string;
+                updated_since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Alert"][];
+                        has_more: boolean;
+                        /** @description Pass as `cursor` to get the next page; null on the last page. */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getApiV1EnvironmentAlertsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An alert, also the `data.object` of its webhook events. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Alert"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

@@ -1,13 +1,12 @@
 // /activities: list and record; POST honours Idempotency-Key (CONTRACT §5).
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps.ts'
-import { fingerprintOf, runIdempotent, type Outcome } from '../../http/idempotency.ts'
+import { IdempotencyHeaders, respondIdempotently } from '../../http/idempotency.ts'
 import { op } from '../../http/operation.ts'
-import { API_PREFIX, requestState } from '../../http/pipeline.ts'
+import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
 import { PageOf, pageQuery } from '../../http/schemas.ts'
 import { IdOf, Instant, Notes, UpdatedSince, nullable } from '../../records/fields.ts'
-import type { Executor } from '../../webhooks/outbox.ts'
 import { listActivities, presentActivity, recordActivity } from './service.ts'
 
 const TypeId = t.String({ minLength: 1, maxLength: 50, description: 'An `/activity-types` id.', examples: ['feeding'] })
@@ -35,13 +34,6 @@ const ActivityCreate = t.Object({
   notes: t.Optional(nullable(Notes)),
 }, { additionalProperties: false, $id: '#/components/schemas/ActivityCreate' })
 
-const IdempotencyHeaders = t.Object({
-  'idempotency-key': t.Optional(t.String({
-    minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$',
-    description: 'Makes a retry safe: within 24 h the same key returns the first response (with `Idempotent-Replayed: true`) instead of writing again; the same key with a different body is 422, and while the first request is still running 409.',
-  })),
-})
-
 export function activitiesModule(deps: Deps) {
   return new Elysia({ name: 'activities', prefix: API_PREFIX })
     .get('/activities', ({ request, query }) => listActivities(deps, principalOf(request).accountId, query), {
@@ -56,22 +48,10 @@ export function activitiesModule(deps: Deps) {
       response: { 200: PageOf(Activity) },
       detail: op({ summary: 'List activities', description: 'Newest occurrence first.', tags: ['Activities'], scopes: ['activities:read'] }),
     })
-    .post('/activities', async ({ request, body, headers }) => {
+    .post('/activities', ({ request, body, headers }) => {
       const { accountId } = principalOf(request)
-      const state = requestState(request)
-      const perform = async (tx: Executor): Promise<Outcome> => ({ status: 201, body: JSON.stringify(presentActivity(await recordActivity(tx, accountId, body))) })
-      const key = headers['idempotency-key']
-      const result = key === undefined
-        ? { ...(await deps.database.db.transaction(perform)), replayed: false }
-        : await runIdempotent(deps, { accountId, key, fingerprint: fingerprintOf('POST', `${API_PREFIX}/activities`, body), requestId: state.requestId }, perform)
-      return new Response(result.body, {
-        status: result.status,
-        headers: {
-          ...state.headers,
-          'content-type': result.status >= 400 ? 'application/problem+json' : 'application/json',
-          ...(result.replayed ? { 'idempotent-replayed': 'true' } : {}),
-        },
-      })
+      return respondIdempotently(deps, request, headers['idempotency-key'], body,
+        async (tx) => ({ status: 201, body: JSON.stringify(presentActivity(await recordActivity(tx, accountId, body))) }))
     }, {
       headers: IdempotencyHeaders,
       body: ActivityCreate,
