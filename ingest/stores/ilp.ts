@@ -124,7 +124,7 @@ export function describeIlpError(status: number, body: string, describeLine?: (l
     line !== undefined ? `line ${line}${row ? ` (${row})` : ''}` : undefined,
     typeof parsed.errorId === 'string' ? `error id ${parsed.errorId}` : undefined,
   ].filter(Boolean).join(', ')
-  return new IlpWriteError(`QuestDB refused the batch (HTTP ${status}${details ? `, ${details}` : ''}): ${parsed.message.trim()}`, status, line)
+  return new IlpWriteError(`QuestDB refused the batch (HTTP ${status}${details ? `, ${details}` : ''}): ${parsed.message.trim().replace(/\s+/g, ' ')}`, status, line)
 }
 
 /** POSTs one encoded batch; resolves only once QuestDB answered 2xx (it has committed the batch by then). */

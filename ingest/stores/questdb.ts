@@ -81,29 +81,35 @@ const describeReading = (readings: readonly Reading[]) => (line: number) => {
   return r && `device ${r.deviceId}, channel ${r.channel}, ts ${new Date(r.ts).toISOString()}, value ${r.value}`
 }
 
+/** Writes readings into `table` over ILP/HTTP as QUESTDB_ILP says: one batch, one request, resolved on QuestDB's 2xx. */
+export function ilpReadingsWriter(configuration: string, table: string): (readings: readonly Reading[]) => Promise<void> {
+  const target = ilpTarget(configuration)
+  const prefixes = new SeriesPrefixes(table)
+  return async (readings) => {
+    if (!readings.length) return
+    // One string for the whole batch: JS concatenation builds it without copying row by row.
+    let body = ''
+    for (const r of readings) body += prefixes.of(r) + rowText(r.value, r.ts)
+    await postIlp(target, body, describeReading(readings))
+  }
+}
+
 export async function questdbStore(config: Config): Promise<ReadingsStore> {
-  const target = ilpTarget(config.questdbIlp!)
   if (!config.questdbPgUrl) throw new Error('QUESTDB_PG_URL is needed with QUESTDB_ILP: queries go over PG wire')
   const table = config.questdbTable
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error('QUESTDB_TABLE must be a plain identifier')
+  const write = ilpReadingsWriter(config.questdbIlp!, table)
   const sql = postgres(config.questdbPgUrl, { max: 4, prepare: false, onnotice: () => {}, idle_timeout: 30 })
   await sql.unsafe(`create table if not exists ${table} (
     ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol, value double
   ) timestamp(ts) partition by day wal dedup upsert keys(ts, device_id, channel)`)
-  const prefixes = new SeriesPrefixes(table)
 
   const query = (text: string) => sql.unsafe<Row[]>(text)
   const columns = `cast(ts as long) ts_us, device_id, channel, metric, environment_id`
 
   return {
     kind: 'questdb',
-    async write(readings: readonly Reading[]) {
-      if (!readings.length) return
-      // One string for the whole batch: JS concatenation builds it without copying row by row.
-      let body = ''
-      for (const r of readings) body += prefixes.of(r) + rowText(r.value, r.ts)
-      await postIlp(target, body, describeReading(readings))
-    },
+    write,
     async raw(filter, limit, after?: SeriesPosition) {
       const rows = await query(`select ${columns}, value from ${table} where ${where(filter)}${after ? ` and ${afterSeries('ts', after)}` : ''}
         order by ts, device_id, channel limit ${limit}`)
