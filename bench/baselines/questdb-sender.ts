@@ -8,6 +8,7 @@
 // needs no escaping (diagnosis only: it shows how much of the client's cost is that loop).
 import { Sender } from '@questdb/nodejs-client'
 import { cpuWindow } from '../lib/proc.ts'
+import { clientConfig } from '../lib/questdb.ts'
 import { makeRows, type Row, type RowsSpec } from './rows.ts'
 
 export interface SenderConfig {
@@ -59,11 +60,8 @@ async function writeBatch(sender: Sender, table: string, rows: Row[], from: numb
 const main = async () => {
   const config = JSON.parse(process.argv[2]!) as SenderConfig
   const rows = makeRows(config.spec)
-  let senderConfig = config.ilp.replace(/;?$/, ';')
-  if (!/auto_flush=/.test(senderConfig)) senderConfig += 'auto_flush=off;'
   const runtime = typeof (globalThis as { Bun?: unknown }).Bun !== 'undefined' ? 'bun' : 'node'
-  // Under Bun the client's undici transport does not work; the store uses the Node http transport too.
-  if (!/stdlib_http=/.test(senderConfig) && runtime === 'bun') senderConfig += 'stdlib_http=on;'
+  const senderConfig = clientConfig(config.ilp, runtime)
   const senders = await Promise.all(Array.from({ length: config.senders }, () => Sender.fromConfig(senderConfig)))
   if (config.patchEscape) patchWriteEscaped(senders[0]!)
 

@@ -36,11 +36,13 @@ export async function count(table: string): Promise<number> {
   return Number(body.dataset?.[0]?.[0] ?? 0)
 }
 
-/** Rows and WAL transactions (one per ILP/HTTP request that carried rows) of a table. */
-export async function tableStats(table: string): Promise<{ rows: number; walTxn: number; pendingRows: number }> {
-  const body = await exec(`select table_row_count, wal_txn, wal_pending_row_count from tables() where table_name = '${table}'`)
-  const row = body.dataset?.[0] ?? []
-  return { rows: Number(row[0] ?? 0), walTxn: Number(row[1] ?? 0), pendingRows: Number(row[2] ?? 0) }
+/**
+ * Rows and WAL transactions (one per ILP/HTTP request that carried rows) of a table. Read from count() and
+ * wal_tables(), which every QuestDB from 7.4 to 9.x has (tables() gained table_row_count and wal_txn only later).
+ */
+export async function tableStats(table: string): Promise<{ rows: number; walTxn: number }> {
+  const [rows, wal] = await Promise.all([count(table), exec(`select sequencerTxn from wal_tables() where name = '${table}'`)])
+  return { rows, walTxn: Number(wal.dataset?.[0]?.[0] ?? 0) }
 }
 
 /** Polls until `table` shows `expected` rows (QuestDB applies WAL writes asynchronously); returns the last count. */
@@ -53,6 +55,19 @@ export async function waitForCount(table: string, expected: number, timeoutMs = 
     await Bun.sleep(200)
   }
   return { count: n, waitedMs: Date.now() - started }
+}
+
+/**
+ * QUESTDB_ILP for the official client as a baseline: flushed only when told, Node's http transport under Bun
+ * (its undici one does not work there), and text ILP (protocol_version=1) unless chosen: what our writer sends,
+ * and what QuestDB 7.4 needs, since without it the client asks /settings, gets `{}` and fails with a TypeError.
+ */
+export function clientConfig(ilp: string, runtime: 'bun' | 'node' = 'bun'): string {
+  let config = ilp.replace(/;?$/, ';')
+  if (!/auto_flush=/.test(config)) config += 'auto_flush=off;'
+  if (!/stdlib_http=/.test(config) && runtime === 'bun') config += 'stdlib_http=on;'
+  if (!/protocol_version=/.test(config)) config += 'protocol_version=1;'
+  return config
 }
 
 export const SENDER = join(ROOT, 'bench', 'baselines', 'questdb-sender.ts')
