@@ -108,6 +108,15 @@ describe('QUESTDB_ILP, read by the official client\'s parser', () => {
   })
 })
 
+describe('group-commit defaults follow the readings store', () => {
+  test('Postgres: 10 000-reading batches, 2 at a time; QuestDB: 2000, 4 at a time; INGEST_* still decide', () => {
+    expect(loadConfig({})).toMatchObject({ ingestBatchSize: 10_000, ingestFlushConcurrency: 2 })
+    expect(loadConfig({ QUESTDB_ILP: 'http::addr=h:9000' })).toMatchObject({ ingestBatchSize: 2000, ingestFlushConcurrency: 4 })
+    expect(loadConfig({}, { questdbIlp: 'http::addr=h:9000' })).toMatchObject({ ingestBatchSize: 2000, ingestFlushConcurrency: 4 })
+    expect(loadConfig({ QUESTDB_ILP: 'http::addr=h:9000', INGEST_BATCH_SIZE: '500', INGEST_FLUSH_CONCURRENCY: '1' })).toMatchObject({ ingestBatchSize: 500, ingestFlushConcurrency: 1 })
+  })
+})
+
 describe('the QuestDB store against a stand-in /write on loopback', () => {
   // Stands in for QuestDB's /write: records what arrives and answers as told.
   const seen: { url: string; authorization: string | null; body: string }[] = []
@@ -152,6 +161,40 @@ describe('the QuestDB store against a stand-in /write on loopback', () => {
     const started = Date.now()
     await expect(write([reading()], `http::addr=127.0.0.1:${server.port};request_timeout=200;`)).rejects.toThrow('QuestDB /write failed: no answer within 200 ms')
     expect(Date.now() - started).toBeLessThan(1500)
+  })
+
+  test('a connection closed without an answer is tried once more; a second failure fails the write', async () => {
+    // A raw TCP stand-in: it drops the first `drops` connections as soon as a request arrives, then answers 204.
+    const { createServer } = await import('node:net')
+    const standIn = async (drops: number) => {
+      let connections = 0
+      const requests: string[] = []
+      const tcp = createServer((socket) => {
+        const dropped = connections++ < drops
+        socket.on('data', (chunk) => {
+          if (dropped) return void socket.destroy()
+          requests.push(chunk.toString())
+          socket.end('HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n')
+        })
+      })
+      await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve))
+      return { tcp, requests, port: (tcp.address() as { port: number }).port, connections: () => connections }
+    }
+    const once = await standIn(1)
+    try {
+      await write([reading()], `http::addr=127.0.0.1:${once.port};`)
+      expect(once.connections()).toBe(2)
+      expect(once.requests.length).toBe(1)
+    } finally {
+      once.tcp.close()
+    }
+    const twice = await standIn(2)
+    try {
+      await expect(write([reading()], `http::addr=127.0.0.1:${twice.port};`)).rejects.toThrow('QuestDB /write failed')
+      expect(twice.connections()).toBe(2)
+    } finally {
+      twice.tcp.close()
+    }
   })
 
   test('nothing listening fails the write', async () => {

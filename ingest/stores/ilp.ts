@@ -127,15 +127,17 @@ export function describeIlpError(status: number, body: string, describeLine?: (l
   return new IlpWriteError(`QuestDB refused the batch (HTTP ${status}${details ? `, ${details}` : ''}): ${parsed.message.trim().replace(/\s+/g, ' ')}`, status, line)
 }
 
-/** POSTs one encoded batch; resolves only once QuestDB answered 2xx (it has committed the batch by then). */
+/**
+ * POSTs one encoded batch; resolves only once QuestDB answered 2xx (it has committed the batch by then). A request
+ * that got no answer at all (a pooled keep-alive connection QuestDB had just closed, a reset) is sent once more
+ * at once: the table's DEDUP UPSERT KEYS make a batch that did land the first time land the same way again.
+ */
 export async function postIlp(target: IlpTarget, body: string, describeLine?: (line: number) => string | undefined): Promise<void> {
   let response: Response
   try {
-    response = await fetch(target.url, {
-      method: 'POST', body, headers: target.headers, signal: AbortSignal.timeout(target.requestTimeoutMs), ...(target.tls ? { tls: target.tls } : {}),
-    })
+    response = await send(target, body).catch((error) => (isTimeout(error) ? Promise.reject(error) : send(target, body)))
   } catch (error) {
-    const why = (error as Error).name === 'TimeoutError' ? `no answer within ${target.requestTimeoutMs} ms` : (error as Error).message
+    const why = isTimeout(error) ? `no answer within ${target.requestTimeoutMs} ms` : (error as Error).message
     throw new IlpWriteError(`QuestDB /write failed: ${why}`)
   }
   if (response.ok) {
@@ -145,3 +147,8 @@ export async function postIlp(target: IlpTarget, body: string, describeLine?: (l
   }
   throw describeIlpError(response.status, await response.text().catch(() => ''), describeLine)
 }
+
+const send = (target: IlpTarget, body: string) => fetch(target.url, {
+  method: 'POST', body, headers: target.headers, signal: AbortSignal.timeout(target.requestTimeoutMs), ...(target.tls ? { tls: target.tls } : {}),
+})
+const isTimeout = (error: unknown) => (error as Error).name === 'TimeoutError'
