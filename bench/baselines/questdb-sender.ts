@@ -8,7 +8,6 @@
 // needs no escaping (diagnosis only: it shows how much of the client's cost is that loop).
 import { Sender } from '@questdb/nodejs-client'
 import { cpuWindow } from '../lib/proc.ts'
-import { clientConfig } from '../lib/questdb.ts'
 import { makeRows, type Row, type RowsSpec } from './rows.ts'
 
 export interface SenderConfig {
@@ -35,6 +34,19 @@ function patchWriteEscaped(sender: Sender) {
     this.position += this.buffer.write(data, this.position)
   }
   proto.__benchPatched = true
+}
+
+/**
+ * QUESTDB_ILP for the official client as a baseline: flushed only when told, Node's http transport under Bun
+ * (its undici one does not work there), and text ILP (protocol_version=1) unless chosen: what our writer sends,
+ * and what QuestDB 7.4 needs, since without it the client asks /settings, gets `{}` and fails with a TypeError.
+ */
+function clientConfig(ilp: string, runtime: 'bun' | 'node' = 'bun'): string {
+  let config = ilp.replace(/;?$/, ';')
+  if (!/auto_flush=/.test(config)) config += 'auto_flush=off;'
+  if (!/stdlib_http=/.test(config) && runtime === 'bun') config += 'stdlib_http=on;'
+  if (!/protocol_version=/.test(config)) config += 'protocol_version=1;'
+  return config
 }
 
 /** Where the time went: building rows into the sender's buffer, and waiting for flush() (the HTTP request). */

@@ -57,19 +57,6 @@ export async function waitForCount(table: string, expected: number, timeoutMs = 
   return { count: n, waitedMs: Date.now() - started }
 }
 
-/**
- * QUESTDB_ILP for the official client as a baseline: flushed only when told, Node's http transport under Bun
- * (its undici one does not work there), and text ILP (protocol_version=1) unless chosen: what our writer sends,
- * and what QuestDB 7.4 needs, since without it the client asks /settings, gets `{}` and fails with a TypeError.
- */
-export function clientConfig(ilp: string, runtime: 'bun' | 'node' = 'bun'): string {
-  let config = ilp.replace(/;?$/, ';')
-  if (!/auto_flush=/.test(config)) config += 'auto_flush=off;'
-  if (!/stdlib_http=/.test(config) && runtime === 'bun') config += 'stdlib_http=on;'
-  if (!/protocol_version=/.test(config)) config += 'protocol_version=1;'
-  return config
-}
-
 export const SENDER = join(ROOT, 'bench', 'baselines', 'questdb-sender.ts')
 export const RAW_ILP = join(ROOT, 'bench', 'baselines', 'questdb-raw-ilp.ts')
 const suffix = () => `${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`
