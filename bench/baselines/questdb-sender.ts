@@ -36,6 +36,19 @@ function patchWriteEscaped(sender: Sender) {
   proto.__benchPatched = true
 }
 
+/**
+ * QUESTDB_ILP for the official client as a baseline: flushed only when told, Node's http transport under Bun
+ * (its undici one does not work there), and text ILP (protocol_version=1) unless chosen: what our writer sends,
+ * and what QuestDB 7.4 needs, since without it the client asks /settings, gets `{}` and fails with a TypeError.
+ */
+function clientConfig(ilp: string, runtime: 'bun' | 'node' = 'bun'): string {
+  let config = ilp.replace(/;?$/, ';')
+  if (!/auto_flush=/.test(config)) config += 'auto_flush=off;'
+  if (!/stdlib_http=/.test(config) && runtime === 'bun') config += 'stdlib_http=on;'
+  if (!/protocol_version=/.test(config)) config += 'protocol_version=1;'
+  return config
+}
+
 /** Where the time went: building rows into the sender's buffer, and waiting for flush() (the HTTP request). */
 const spent = { buildMs: 0, flushMs: 0, flushes: 0, slowestFlushMs: 0 }
 
@@ -59,11 +72,8 @@ async function writeBatch(sender: Sender, table: string, rows: Row[], from: numb
 const main = async () => {
   const config = JSON.parse(process.argv[2]!) as SenderConfig
   const rows = makeRows(config.spec)
-  let senderConfig = config.ilp.replace(/;?$/, ';')
-  if (!/auto_flush=/.test(senderConfig)) senderConfig += 'auto_flush=off;'
   const runtime = typeof (globalThis as { Bun?: unknown }).Bun !== 'undefined' ? 'bun' : 'node'
-  // Under Bun the client's undici transport does not work; the store uses the Node http transport too.
-  if (!/stdlib_http=/.test(senderConfig) && runtime === 'bun') senderConfig += 'stdlib_http=on;'
+  const senderConfig = clientConfig(config.ilp, runtime)
   const senders = await Promise.all(Array.from({ length: config.senders }, () => Sender.fromConfig(senderConfig)))
   if (config.patchEscape) patchWriteEscaped(senders[0]!)
 

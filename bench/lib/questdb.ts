@@ -36,11 +36,13 @@ export async function count(table: string): Promise<number> {
   return Number(body.dataset?.[0]?.[0] ?? 0)
 }
 
-/** Rows and WAL transactions (one per ILP/HTTP request that carried rows) of a table. */
-export async function tableStats(table: string): Promise<{ rows: number; walTxn: number; pendingRows: number }> {
-  const body = await exec(`select table_row_count, wal_txn, wal_pending_row_count from tables() where table_name = '${table}'`)
-  const row = body.dataset?.[0] ?? []
-  return { rows: Number(row[0] ?? 0), walTxn: Number(row[1] ?? 0), pendingRows: Number(row[2] ?? 0) }
+/**
+ * Rows and WAL transactions (one per ILP/HTTP request that carried rows) of a table. Read from count() and
+ * wal_tables(), which every QuestDB from 7.4 to 9.x has (tables() gained table_row_count and wal_txn only later).
+ */
+export async function tableStats(table: string): Promise<{ rows: number; walTxn: number }> {
+  const [rows, wal] = await Promise.all([count(table), exec(`select sequencerTxn from wal_tables() where name = '${table}'`)])
+  return { rows, walTxn: Number(wal.dataset?.[0]?.[0] ?? 0) }
 }
 
 /** Polls until `table` shows `expected` rows (QuestDB applies WAL writes asynchronously); returns the last count. */

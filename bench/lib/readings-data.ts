@@ -1,9 +1,10 @@
 // Readings for the readings-query scenario: one environment's series at one reading a minute, loaded straight
 // into the store our server reads (not through the API: 30 days of data would take the ingest path minutes),
-// COPY into Postgres's sensor_readings, or the official client into QuestDB's table.
+// COPY into Postgres's sensor_readings, or our store's ILP writer into QuestDB's table.
 import { once } from 'node:events'
-import { Sender } from '@questdb/nodejs-client'
 import postgres from 'postgres'
+import type { Reading } from '../../ingest/stores/interface.ts'
+import { ilpReadingsWriter } from '../../ingest/stores/questdb.ts'
 import { metricOf } from './setup.ts'
 
 export const MINUTE = 60_000
@@ -48,23 +49,15 @@ export async function copyReadings(databaseUrl: string, s: Series): Promise<numb
   }
 }
 
-/** The series into a QuestDB table through the official client (as ingest/stores/questdb.ts writes), 10 000 rows a request. */
+/** The series into a QuestDB table through our store's ILP writer, 10 000 rows a request. */
 export async function sendReadings(ilp: string, table: string, s: Series): Promise<number> {
-  let config = ilp.replace(/;?$/, ';')
-  if (!/auto_flush=/.test(config)) config += 'auto_flush=off;'
-  // Under Bun the client's default undici transport does not work (as in the store).
-  if (!/stdlib_http=/.test(config)) config += 'stdlib_http=on;'
-  const sender = await Sender.fromConfig(config)
+  const write = ilpReadingsWriter(ilp, table)
   let rows = 0
-  try {
-    for (const r of readingsOf(s)) {
-      await sender.table(table).symbol('account_id', s.accountId).symbol('device_id', s.deviceId).symbol('channel', r.channel)
-        .symbol('metric', r.metric).symbol('environment_id', s.environmentId).floatColumn('value', r.value).at(r.ts, 'ms')
-      if (++rows % 10_000 === 0) await sender.flush()
-    }
-    await sender.flush()
-    return rows
-  } finally {
-    await sender.close()
+  let batch: Reading[] = []
+  for (const r of readingsOf(s)) {
+    batch.push({ accountId: s.accountId, deviceId: s.deviceId, channel: r.channel, metric: r.metric, environmentId: s.environmentId, ts: r.ts, value: r.value })
+    if (batch.length === 10_000) { await write(batch); rows += batch.length; batch = [] }
   }
+  await write(batch)
+  return rows + batch.length
 }

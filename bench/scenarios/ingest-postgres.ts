@@ -8,8 +8,9 @@ import type { RowsSpec } from '../baselines/rows.ts'
 import { childrenOf, COPY_SCRIPT, ingestSettings, migrated, othersOf, storedReadings, type BaselineResult } from '../lib/ingest.ts'
 import { pidsNamed, runLoad, statsOf, type LoadResult } from '../lib/load.ts'
 import { BUN, ROOT, ourServer, peakRssMiB, runForResult, startServer, type Child } from '../lib/processes.ts'
-import { line, needsLocalServer, type Scenario, type ScenarioContext } from '../lib/report.ts'
+import { line, needsLocalServer, type Line, type Scenario, type ScenarioContext } from '../lib/report.ts'
 import { accountAndToken, cleanRedis, createDevices, freshDatabase, metricOf, serverEnv } from '../lib/setup.ts'
+import { loadConfig } from '../../src/config.ts'
 import { check } from './http-layer.ts'
 
 const NAME = 'ingest-postgres'
@@ -66,6 +67,18 @@ export async function driveIngest(
   return { load, lanes, perRequest, accountId, deviceIds: devices.map((d) => d.id), keys: devices.map((d) => d.key), tsBase, peakRssMiB: peak, server }
 }
 
+/**
+ * The time-series store must be the fast one (issue 12): readings/s through the API into QuestDB ÷ into Postgres,
+ * both from this invocation. Made by whichever of ingest-questdb and ingest-postgres runs second.
+ */
+export function pathRatioLine(ctx: ScenarioContext, ours: { questdb?: number; postgres?: number }): Line | undefined {
+  const questdb = ours.questdb ?? (ctx.earlier.get('ingest-questdb')?.details.readingsPerSecond as number | undefined)
+  const postgres = ours.postgres ?? (ctx.earlier.get('ingest-postgres')?.details.readingsPerSecond as number | undefined)
+  if (questdb === undefined || postgres === undefined) return undefined
+  return line('ingest-questdb', 'readings/s via API: QuestDB path ÷ Postgres path (same devices and batches)', questdb, postgres, 'rows/s', 1.5, 'target',
+    `both through our server, closed loop, measured in this invocation by ingest-questdb and ingest-postgres`)
+}
+
 export const ingestPostgres: Scenario = async (ctx) => {
   // COPY, its baseline, goes into this machine's Postgres: our server has to write into the same one.
   if (ctx.options.target) return needsLocalServer()
@@ -88,7 +101,7 @@ export const ingestPostgres: Scenario = async (ctx) => {
     ctx.log(`${NAME}: COPY of the same ${spec.rows} rows into a fresh database…`)
     await migrated(copyDb)
     const copy = await runForResult<BaselineResult>('COPY baseline', [BUN, COPY_SCRIPT, JSON.stringify({ databaseUrl: copyDb.url, spec } satisfies CopyConfig)])
-    const inFlight = Number(ingestSettings().INGEST_FLUSH_CONCURRENCY ?? 2)
+    const inFlight = loadConfig(env).ingestFlushConcurrency
     ctx.log(`${NAME}: the same rows through the SQL store's write() alone (${meanBatch} rows per batch, ${inFlight} in flight)…`)
     await migrated(storeDb)
     const direct = await runForResult<BaselineResult>('store baseline', [BUN, STORE_SCRIPT, JSON.stringify({ databaseUrl: storeDb.url, spec, batch: meanBatch, inFlight } satisfies StoreConfig)])
@@ -105,8 +118,10 @@ export const ingestPostgres: Scenario = async (ctx) => {
         line(NAME, `readings/s via API ÷ store write() alone (${meanBatch}/batch, ${inFlight} in flight)`, load.readingsPerSecond, direct.rowsPerSecond, 'rows/s', undefined, 'target',
           `store alone: client ${direct.cpu.toFixed(2)} cores, backends ${direct.backendCpu.toFixed(2)} cores (${((direct.backendCpu * 1e6) / direct.rowsPerSecond).toFixed(1)} µs/row), others ${othersOf(direct).toFixed(2)}, ${direct.ms.toFixed(0)} ms; store alone ÷ COPY = ${(direct.rowsPerSecond / copy.rowsPerSecond).toFixed(2)}`, stats),
         line(NAME, 'peak RSS of our server at max rate', run.peakRssMiB, undefined, 'MiB'),
+        ...[pathRatioLine(ctx, { postgres: load.readingsPerSecond })].filter((l): l is Line => l !== undefined),
       ],
       details: {
+        readingsPerSecond: load.readingsPerSecond,
         lanes: run.lanes, readingsPerRequest: run.perRequest, settings: ingestSettings(), load, stored, acknowledged: load.totalReadings, verified,
         batches, meanBatch, copy, storeAlone: direct, peakRssMiB: run.peakRssMiB,
         maxRequestsPerSecond: load.requestsPerSecond,

@@ -10,7 +10,7 @@ import { CHANNELS, driveIngest, ingestSettings, type IngestRun } from './ingest-
 
 const NAME = 'latency'
 /** Requests allowed in flight before the open loop counts a request as late rather than queue it. */
-const MAX_IN_FLIGHT = 512
+export const MAX_IN_FLIGHT = 512
 
 export const latency: Scenario = async (ctx) => {
   // Its rate is half of the maximum measured on a server it starts, and it reads that server's peak RSS.

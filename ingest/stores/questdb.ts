@@ -1,13 +1,13 @@
-// Readings in QuestDB: writes over ILP/HTTP through the official client (each flush is one HTTP request, which
-// QuestDB commits as a transaction before answering; ILP/TCP could drop data silently, so it is refused), reads
-// over PG wire. The table is made explicitly: designated timestamp, daily WAL partitions, and DEDUP UPSERT KEYS
-// on (ts, device, channel) so a retried batch replaces rather than duplicates.
+// Readings in QuestDB: writes over ILP/HTTP through our own writer (ilp.ts: one batch is one POST /write,
+// which QuestDB commits as a transaction before answering; ILP/TCP could drop data silently, so it is refused),
+// reads over PG wire. The table is made explicitly: designated timestamp, daily WAL partitions, and DEDUP UPSERT
+// KEYS on (ts, device, channel) so a retried batch replaces rather than duplicates.
 //
 // QuestDB applies WAL writes asynchronously: a reading is durable when acknowledged and visible to queries a
 // moment later.
-import { Sender } from '@questdb/nodejs-client'
 import postgres from 'postgres'
 import type { Config } from '../../src/config.ts'
+import { ilpTarget, postIlp, seriesPrefix, rowText } from './ilp.ts'
 import { pastPage, type Aggregate, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
 const UNITS: [number, string][] = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm']]
@@ -46,52 +46,70 @@ const rawRow = (r: Row): RawRow => ({
   ts: micros(r.ts_us), device_id: String(r.device_id), channel: String(r.channel), metric: nullable(r.metric), environment_id: nullable(r.environment_id), value: Number(r.value),
 })
 
+/** Cached series prefixes per device, and channels per device, past which a cache starts over (bounds memory). */
+const MAX_DEVICES = 100_000
+const MAX_CHANNELS = 1024
+
+/**
+ * The escaped ILP prefix of each device's channel (`table,account_id=…,device_id=…,channel=…,metric=…,environment_id=… value=`),
+ * kept beside the device configuration it was built from: a reading whose mapping differs (the device's channels
+ * were changed) builds it again. The mapping's strings come from the cached device configuration, so the check is
+ * one identity comparison each.
+ */
+export class SeriesPrefixes {
+  private readonly devices = new Map<string, Map<string, { accountId: string; metric: string | null; environmentId: string | null; prefix: string }>>()
+  constructor(private readonly table: string) {}
+
+  of(r: Reading): string {
+    let channels = this.devices.get(r.deviceId)
+    if (!channels) {
+      if (this.devices.size >= MAX_DEVICES) this.devices.clear()
+      this.devices.set(r.deviceId, (channels = new Map()))
+    }
+    const hit = channels.get(r.channel)
+    if (hit && hit.metric === r.metric && hit.environmentId === r.environmentId && hit.accountId === r.accountId) return hit.prefix
+    if (channels.size >= MAX_CHANNELS) channels.clear()
+    const prefix = seriesPrefix(this.table, [['account_id', r.accountId], ['device_id', r.deviceId], ['channel', r.channel], ['metric', r.metric], ['environment_id', r.environmentId]], 'value')
+    channels.set(r.channel, { accountId: r.accountId, metric: r.metric, environmentId: r.environmentId, prefix })
+    return prefix
+  }
+}
+
+/** What an ILP line carried, for QuestDB's error about it (lines count from 1, one per reading). */
+const describeReading = (readings: readonly Reading[]) => (line: number) => {
+  const r = readings[line - 1]
+  return r && `device ${r.deviceId}, channel ${r.channel}, ts ${new Date(r.ts).toISOString()}, value ${r.value}`
+}
+
+/** Writes readings into `table` over ILP/HTTP as QUESTDB_ILP says: one batch, one request, resolved on QuestDB's 2xx. */
+export function ilpReadingsWriter(configuration: string, table: string): (readings: readonly Reading[]) => Promise<void> {
+  const target = ilpTarget(configuration)
+  const prefixes = new SeriesPrefixes(table)
+  return async (readings) => {
+    if (!readings.length) return
+    // One string for the whole batch: JS concatenation builds it without copying row by row.
+    let body = ''
+    for (const r of readings) body += prefixes.of(r) + rowText(r.value, r.ts)
+    await postIlp(target, body, describeReading(readings))
+  }
+}
+
 export async function questdbStore(config: Config): Promise<ReadingsStore> {
-  const ilp = config.questdbIlp!
-  if (!/^https?::/.test(ilp)) throw new Error('QUESTDB_ILP must use the http or https transport (ILP over TCP can lose data without telling)')
   if (!config.questdbPgUrl) throw new Error('QUESTDB_PG_URL is needed with QUESTDB_ILP: queries go over PG wire')
   const table = config.questdbTable
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error('QUESTDB_TABLE must be a plain identifier')
-  // One batch is one request: the store decides when to flush, never the client on its own. Under Bun the
-  // client's default undici transport does not work (Bun's undici has no Agent.request), so the Node http
-  // transport is used unless the configuration chooses.
-  let senderConfig = ilp.replace(/;?$/, ';')
-  if (!/auto_flush=/.test(senderConfig)) senderConfig += 'auto_flush=off;'
-  if (!/stdlib_http=/.test(senderConfig)) senderConfig += 'stdlib_http=on;'
+  const write = ilpReadingsWriter(config.questdbIlp!, table)
   const sql = postgres(config.questdbPgUrl, { max: 4, prepare: false, onnotice: () => {}, idle_timeout: 30 })
   await sql.unsafe(`create table if not exists ${table} (
     ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol, value double
   ) timestamp(ts) partition by day wal dedup upsert keys(ts, device_id, channel)`)
-
-  // One sender per concurrent writer: a sender's buffer belongs to the batch being written.
-  const idle: Sender[] = []
-  const all: Sender[] = []
-  const take = async () => idle.pop() ?? (async () => { const s = await Sender.fromConfig(senderConfig); all.push(s); return s })()
 
   const query = (text: string) => sql.unsafe<Row[]>(text)
   const columns = `cast(ts as long) ts_us, device_id, channel, metric, environment_id`
 
   return {
     kind: 'questdb',
-    async write(readings: readonly Reading[]) {
-      if (!readings.length) return
-      const sender = await take()
-      try {
-        for (const r of readings) {
-          sender.table(table).symbol('account_id', r.accountId).symbol('device_id', r.deviceId).symbol('channel', r.channel)
-          if (r.metric !== null) sender.symbol('metric', r.metric)
-          if (r.environmentId !== null) sender.symbol('environment_id', r.environmentId)
-          await sender.floatColumn('value', r.value).at(r.ts, 'ms')
-        }
-        await sender.flush()
-        idle.push(sender)
-      } catch (error) {
-        // What the failed request carried must not ride along with the next batch.
-        sender.reset()
-        idle.push(sender)
-        throw error
-      }
-    },
+    write,
     async raw(filter, limit, after?: SeriesPosition) {
       const rows = await query(`select ${columns}, value from ${table} where ${where(filter)}${after ? ` and ${afterSeries('ts', after)}` : ''}
         order by ts, device_id, channel limit ${limit}`)
@@ -121,7 +139,6 @@ export async function questdbStore(config: Config): Promise<ReadingsStore> {
       await query('select 1')
     },
     async close() {
-      await Promise.all(all.map((s) => s.close().catch(() => {})))
       await sql.end({ timeout: 5 })
     },
   }
