@@ -6,7 +6,7 @@ import {
   activities, animals, breedingRecords, clutches, contacts, documents, environments, invoices, medicalConditions,
 } from '../db/schema/index.ts'
 import { ALL_SCOPES } from '../src/auth/scopes.ts'
-import { fillDemoAccount, generateDemoData } from '../src/records/demo-data.ts'
+import { fillDemoAccount, generateDemoData } from '../src/tools/demo-data.ts'
 import { backendLabel, createTestEnv, type TestEnv } from './helpers.ts'
 
 let env: TestEnv

@@ -7,7 +7,7 @@ import type { PgTable } from 'drizzle-orm/pg-core'
 import { activities, animals, contacts, environments, invoices, outboxEvents } from '../db/schema/index.ts'
 import { ALL_SCOPES } from '../src/auth/scopes.ts'
 import { newId } from '../src/ids.ts'
-import { ImportError, importRecords, parseImportFile } from '../src/records/importer.ts'
+import { ImportError, importRecords, parseImportFile } from '../src/tools/importer.ts'
 import { createTestEnv, type TestEnv } from './helpers.ts'
 import { runCli, tempDataDir } from './process-helpers.ts'
 

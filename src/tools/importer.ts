@@ -17,9 +17,9 @@ import { newId, type IdKind } from '../ids.ts'
 import { Activity } from '../modules/activities/index.ts'
 import { Animal } from '../modules/animals/index.ts'
 import type { Executor } from '../webhooks/outbox.ts'
-import { READ_ONLY_AREAS } from './all-areas.ts'
-import type { KeysetTable } from './list.ts'
-import { instantColumns, toColumns } from './rows.ts'
+import { READ_ONLY_AREAS } from '../records/all-areas.ts'
+import type { KeysetTable } from '../records/list.ts'
+import { instantColumns, toColumns } from '../records/rows.ts'
 
 /** Rows per INSERT statement: large enough that thousands of rows take a handful of round trips, small enough to
  *  stay far below Postgres's 65 535 bind parameters (animals have 21 columns: 500 rows ≈ 10 500 parameters). */
