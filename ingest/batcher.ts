@@ -15,6 +15,8 @@ export interface BatcherOptions {
   writeTimeoutMs: number
   /** Told about every failed write (the requests only learn that it failed). */
   onWriteError?: (error: unknown, readings: number) => void
+  /** The clock the recovery pause is measured on (epoch ms); tests pass their own so they need not wait for it. */
+  now?: () => number
 }
 
 /** Why readings were not accepted; the route answers 503 with Retry-After. */
@@ -44,15 +46,18 @@ export class Batcher {
   private unhealthyUntil = 0
   private closing = false
   private idle: (() => void)[] = []
+  private readonly now: () => number
 
-  constructor(private readonly store: ReadingsStore, private readonly options: BatcherOptions) {}
+  constructor(private readonly store: ReadingsStore, private readonly options: BatcherOptions) {
+    this.now = options.now ?? Date.now
+  }
 
   get queuedReadings(): number { return this.queued }
 
   /** Resolves when every reading is durably stored; rejects with IngestUnavailable otherwise. */
   add(readings: Reading[]): Promise<void> {
     if (this.closing) return Promise.reject(new IngestUnavailable('The server is shutting down.', 1))
-    if (Date.now() < this.unhealthyUntil) return Promise.reject(new IngestUnavailable('The readings store is not answering.', Math.ceil(RECOVERY_MS / 1000)))
+    if (this.now() < this.unhealthyUntil) return Promise.reject(new IngestUnavailable('The readings store is not answering.', Math.ceil(RECOVERY_MS / 1000)))
     if (this.queued + readings.length > this.options.maxQueued) return Promise.reject(new IngestUnavailable('Ingest is at capacity.', 1))
     this.queued += readings.length
     if (this.current.readings.length + readings.length > this.options.maxBatch) this.seal()
@@ -97,7 +102,7 @@ export class Batcher {
       batch.settle.resolve()
     } catch (cause) {
       this.options.onWriteError?.(cause, batch.readings.length)
-      this.unhealthyUntil = Date.now() + RECOVERY_MS
+      this.unhealthyUntil = this.now() + RECOVERY_MS
       const error = new IngestUnavailable('The readings store did not take the readings; retry the batch.', Math.ceil(RECOVERY_MS / 1000))
       batch.settle.reject(error)
     } finally {
