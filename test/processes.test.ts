@@ -27,13 +27,13 @@ describe('start-up', () => {
   test('the first start on an empty store prints a working demo key with every scope; later starts do not', async () => {
     const env = { ...storeEnv, DEMO: '1' }
     const first = await startServer(env)
-    const key = /demo key: (hrs_pat_[0-9A-Za-z]{36})/.exec(first.stdout())?.[1]
+    const key = /demo key: (hrs_pat_[0-9A-Za-z]{36})/.exec(first.output())?.[1]
     expect(key).toBeDefined()
     const me = await (await fetch(`${first.baseUrl}/api/v1/me`, { headers: { authorization: `Bearer ${key}` } })).json()
     expect([...me.scopes].sort()).toEqual([...ALL_SCOPES].sort())
     expect(await first.stop()).toBe(0)
     const second = await startServer(env)
-    expect(second.stdout()).not.toContain('demo key')
+    expect(second.output()).not.toContain('demo key')
     expect(await second.stop()).toBe(0)
   })
 
@@ -41,7 +41,7 @@ describe('start-up', () => {
     const fresh = await freshDatabase()
     const env = envFor(fresh)
     const server = await startServer({ ...env, DEMO: '0' })
-    expect(server.stdout()).not.toContain('demo key')
+    expect(server.output()).not.toContain('demo key')
     expect(await server.stop()).toBe(0)
     await fresh.drop()
   })
