@@ -4,12 +4,12 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { and, count, eq } from 'drizzle-orm'
 import type { PgTable } from 'drizzle-orm/pg-core'
-import { activities, animals, contacts, environments, invoices, outboxEvents } from '../db/schema/index.ts'
-import { ALL_SCOPES } from '../src/auth/scopes.ts'
-import { newId } from '../src/ids.ts'
-import { ImportError, importRecords, parseImportFile } from '../src/tools/importer.ts'
-import { createTestEnv, type TestEnv } from './helpers.ts'
-import { runCli, tempDataDir } from './process-helpers.ts'
+import { activities, animals, contacts, environments, invoices, outboxEvents } from '../../db/schema/index.ts'
+import { ALL_SCOPES } from '../../src/auth/scopes.ts'
+import { newId } from '../../src/ids.ts'
+import { ImportError, importRecords, parseImportFile } from '../../src/tools/importer.ts'
+import { createTestEnv, type TestEnv } from '../helpers.ts'
+import { runCli, tempDataDir } from '../process-helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => { env = await createTestEnv() })

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { eq } from 'drizzle-orm'
-import { animals, breedingRecords, clutches, contacts, documents, environments, invoices, medicalConditions } from '../db/schema/index.ts'
-import { ALL_SCOPES } from '../src/auth/scopes.ts'
-import { newId } from '../src/ids.ts'
-import { READ_ONLY_AREAS } from '../src/records/all-areas.ts'
-import { createTestEnv, problem, type TestEnv } from './helpers.ts'
+import { animals, breedingRecords, clutches, contacts, documents, environments, invoices, medicalConditions } from '../../db/schema/index.ts'
+import { ALL_SCOPES } from '../../src/auth/scopes.ts'
+import { newId } from '../../src/ids.ts'
+import { READ_ONLY_AREAS } from '../../src/records/all-areas.ts'
+import { createTestEnv, problem, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => { env = await createTestEnv() })

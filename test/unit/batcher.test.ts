@@ -1,8 +1,8 @@
 // Group commit under a store that is slow, failing or stopped: bounded memory, 503 rather than loss, recovery.
 import { describe, expect, setSystemTime, test } from 'bun:test'
-import { Batcher, IngestUnavailable } from '../ingest/batcher.ts'
-import type { Reading, ReadingsStore } from '../ingest/stores/interface.ts'
-import { createTestEnv, problem } from './helpers.ts'
+import { Batcher, IngestUnavailable } from '../../ingest/batcher.ts'
+import type { Reading, ReadingsStore } from '../../ingest/stores/interface.ts'
+import { createTestEnv, problem } from '../helpers.ts'
 
 /** A store whose writes can be held, failed or let through, remembering what it stored. */
 function controllableStore() {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { isId, newId, ulid } from '../src/ids.ts'
-import { generateToken, hashToken, parseToken } from '../src/tokens.ts'
+import { isId, newId, ulid } from '../../src/ids.ts'
+import { generateToken, hashToken, parseToken } from '../../src/tokens.ts'
 
 describe('tokens (CONTRACT §2 format)', () => {
   test('prefix, 30 base62 random chars, 6-char base62 CRC32 checksum', () => {

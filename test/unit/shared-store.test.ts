@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
-import type { SharedStore } from '../src/kv/interface.ts'
-import { memoryStore } from '../src/kv/memory.ts'
-import { redisStore } from '../src/kv/redis.ts'
-import { REAL_REDIS_URL, waitFor } from './helpers.ts'
+import type { SharedStore } from '../../src/kv/interface.ts'
+import { memoryStore } from '../../src/kv/memory.ts'
+import { redisStore } from '../../src/kv/redis.ts'
+import { REAL_REDIS_URL, waitFor } from '../helpers.ts'
 
 // The store this run uses (Redis when REDIS_URL is set), plus a second connection standing in for another process.
 const prefix = `test:${randomUUID()}:`

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import Redis from 'ioredis'
-import { activities, idempotencyKeys, outboxEvents } from '../db/schema/index.ts'
-import { IDEMPOTENCY_RETENTION_MS, purgeExpiredIdempotencyKeys, runIdempotent } from '../src/http/idempotency.ts'
-import type { MemoryStore } from '../src/kv/memory.ts'
-import { recordActivity } from '../src/modules/activities/service.ts'
-import type { Executor } from '../src/webhooks/outbox.ts'
-import { createTestEnv, problem, REAL_REDIS_URL, type TestEnv } from './helpers.ts'
+import { activities, idempotencyKeys, outboxEvents } from '../../db/schema/index.ts'
+import { IDEMPOTENCY_RETENTION_MS, purgeExpiredIdempotencyKeys, runIdempotent } from '../../src/http/idempotency.ts'
+import type { MemoryStore } from '../../src/kv/memory.ts'
+import { recordActivity } from '../../src/modules/activities/service.ts'
+import type { Executor } from '../../src/webhooks/outbox.ts'
+import { createTestEnv, problem, REAL_REDIS_URL, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => { env = await createTestEnv() })

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { SPECIES } from '../db/reference/species.ts'
-import { CursorCodec, type CursorScope } from '../src/http/cursor.ts'
-import { ApiError } from '../src/http/errors.ts'
-import { createTestEnv, problem, type TestEnv } from './helpers.ts'
+import { SPECIES } from '../../db/reference/species.ts'
+import { CursorCodec, type CursorScope } from '../../src/http/cursor.ts'
+import { ApiError } from '../../src/http/errors.ts'
+import { createTestEnv, problem, type TestEnv } from '../helpers.ts'
 
 describe('CursorCodec', () => {
   const codec = new CursorCodec('test-secret')

@@ -1,7 +1,7 @@
 // Acknowledged means stored: the real service as a child process, killed mid-load or stopped with SIGTERM.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { freshDatabase, REAL_REDIS_URL } from './helpers.ts'
-import { runCli, startServer, tempDataDir } from './process-helpers.ts'
+import { freshDatabase, REAL_REDIS_URL } from '../helpers.ts'
+import { runCli, startServer, tempDataDir } from '../process-helpers.ts'
 
 let database: Awaited<ReturnType<typeof freshDatabase>>
 let storeEnv: Record<string, string | undefined>

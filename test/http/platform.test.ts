@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { op } from '../src/http/operation.ts'
-import { createTestEnv, problem, type TestEnv } from './helpers.ts'
+import { op } from '../../src/http/operation.ts'
+import { createTestEnv, problem, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => { env = await createTestEnv() })

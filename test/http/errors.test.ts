@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createTestEnv, problem, type TestEnv } from './helpers.ts'
+import { createTestEnv, problem, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 let token: string

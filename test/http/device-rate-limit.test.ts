@@ -1,9 +1,9 @@
 // Device keys are limited without a shared-store round trip per request: counted locally, reconciled in the
 // background (src/http/rate-limit.ts). These tests hold the limit to its promise and bound the overshoot.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { RateLimiter } from '../src/http/rate-limit.ts'
-import { memoryStore } from '../src/kv/memory.ts'
-import { createTestEnv, problem, type TestEnv } from './helpers.ts'
+import { RateLimiter } from '../../src/http/rate-limit.ts'
+import { memoryStore } from '../../src/kv/memory.ts'
+import { createTestEnv, problem, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => { env = await createTestEnv({ deviceRateLimitPerMinute: 5, rateLimitWindowSeconds: 60 }) })

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { and, eq } from 'drizzle-orm'
-import { animals, environments, outboxEvents } from '../db/schema/index.ts'
-import { newId } from '../src/ids.ts'
-import { createTestEnv, problem, type TestEnv } from './helpers.ts'
+import { animals, environments, outboxEvents } from '../../db/schema/index.ts'
+import { newId } from '../../src/ids.ts'
+import { createTestEnv, problem, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => { env = await createTestEnv() })

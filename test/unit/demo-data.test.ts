@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { and, asc, eq } from 'drizzle-orm'
 import {
   activities, animals, breedingRecords, clutches, contacts, documents, environments, invoices, medicalConditions,
-} from '../db/schema/index.ts'
-import { ALL_SCOPES } from '../src/auth/scopes.ts'
-import { fillDemoAccount, generateDemoData } from '../src/tools/demo-data.ts'
-import { backendLabel, createTestEnv, type TestEnv } from './helpers.ts'
+} from '../../db/schema/index.ts'
+import { ALL_SCOPES } from '../../src/auth/scopes.ts'
+import { fillDemoAccount, generateDemoData } from '../../src/tools/demo-data.ts'
+import { backendLabel, createTestEnv, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 let demo: { accountId: string; token: string }

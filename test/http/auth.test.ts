@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { updateAccount } from '../src/accounts.ts'
-import { Authenticator } from '../src/auth/authenticator.ts'
-import { createKey, findKeyById, maskedToken, revokeKey } from '../src/auth/keys.ts'
-import { generateToken } from '../src/tokens.ts'
-import { createTestEnv, problem, waitFor, type TestEnv } from './helpers.ts'
+import { updateAccount } from '../../src/accounts.ts'
+import { Authenticator } from '../../src/auth/authenticator.ts'
+import { createKey, findKeyById, maskedToken, revokeKey } from '../../src/auth/keys.ts'
+import { generateToken } from '../../src/tokens.ts'
+import { createTestEnv, problem, waitFor, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => { env = await createTestEnv() })

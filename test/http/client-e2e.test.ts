@@ -5,10 +5,10 @@
 // differs from what the running service publishes, so the client cannot drift from the document.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import createClient from 'openapi-fetch'
-import type { Scope } from '../src/auth/scopes.ts'
-import type { components, paths } from './client/api.d.ts'
-import { API_TYPES_PATH, generateTypes, OPENAPI_PATH } from './client/generate.ts'
-import { createTestEnv, type TestEnv } from './helpers.ts'
+import type { Scope } from '../../src/auth/scopes.ts'
+import type { components, paths } from '../client/api.d.ts'
+import { API_TYPES_PATH, generateTypes, OPENAPI_PATH } from '../client/generate.ts'
+import { createTestEnv, type TestEnv } from '../helpers.ts'
 
 type Problem = components['schemas']['Problem']
 type Activity = components['schemas']['Activity']

@@ -1,13 +1,13 @@
 // The service as an operator runs it: child processes on loopback, signals, several workers, other processes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createAccount } from '../src/accounts.ts'
-import { createKey, revokeKey } from '../src/auth/keys.ts'
-import { ALL_SCOPES } from '../src/auth/scopes.ts'
-import { loadConfig } from '../src/config.ts'
-import { createDeps, type Deps } from '../src/deps.ts'
-import { createDevice, deleteDevice } from '../src/modules/sensors/service.ts'
-import { freshDatabase, REAL_DATABASE_URL, REAL_REDIS_URL, waitFor } from './helpers.ts'
-import { runCli, startServer, tempDataDir } from './process-helpers.ts'
+import { createAccount } from '../../src/accounts.ts'
+import { createKey, revokeKey } from '../../src/auth/keys.ts'
+import { ALL_SCOPES } from '../../src/auth/scopes.ts'
+import { loadConfig } from '../../src/config.ts'
+import { createDeps, type Deps } from '../../src/deps.ts'
+import { createDevice, deleteDevice } from '../../src/modules/sensors/service.ts'
+import { freshDatabase, REAL_DATABASE_URL, REAL_REDIS_URL, waitFor } from '../helpers.ts'
+import { runCli, startServer, tempDataDir } from '../process-helpers.ts'
 
 const shared = Boolean(REAL_DATABASE_URL && REAL_REDIS_URL)
 const redisPrefix = `hrs_test_${Date.now().toString(36)}:`

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { outboxEvents, pairingClaims } from '../db/schema/index.ts'
-import { newId } from '../src/ids.ts'
-import { USER_CODE_ALPHABET, newUserCode, normalizeUserCode } from '../src/modules/sensors/pairing.ts'
-import { createTestEnv, problem, type TestEnv } from './helpers.ts'
+import { outboxEvents, pairingClaims } from '../../db/schema/index.ts'
+import { newId } from '../../src/ids.ts'
+import { USER_CODE_ALPHABET, newUserCode, normalizeUserCode } from '../../src/modules/sensors/pairing.ts'
+import { createTestEnv, problem, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => { env = await createTestEnv() })

@@ -2,13 +2,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { Webhook } from 'standardwebhooks'
-import { webhookDeliveries } from '../db/schema/index.ts'
-import { loadConfig } from '../src/config.ts'
-import { createLogger } from '../src/log.ts'
-import { Dispatcher } from '../src/webhooks/dispatcher.ts'
-import { isForbiddenAddress, urlProblem } from '../src/webhooks/url-guard.ts'
-import { createTestEnv, freshDatabase, problem, REAL_REDIS_URL, waitFor, type TestEnv } from './helpers.ts'
-import { runCli, startServer, tempDataDir } from './process-helpers.ts'
+import { webhookDeliveries } from '../../db/schema/index.ts'
+import { loadConfig } from '../../src/config.ts'
+import { createLogger } from '../../src/log.ts'
+import { Dispatcher } from '../../src/webhooks/dispatcher.ts'
+import { isForbiddenAddress, urlProblem } from '../../src/webhooks/url-guard.ts'
+import { createTestEnv, freshDatabase, problem, REAL_REDIS_URL, waitFor, type TestEnv } from '../helpers.ts'
+import { runCli, startServer, tempDataDir } from '../process-helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createConfig, lintFromString } from '@redocly/openapi-core'
-import { ALL_SCOPES } from '../src/auth/scopes.ts'
-import { createTestEnv, problem, type TestEnv } from './helpers.ts'
+import { ALL_SCOPES } from '../../src/auth/scopes.ts'
+import { createTestEnv, problem, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 let doc: any

@@ -2,11 +2,11 @@
 // give the same rows for every kind of query. Runs only when QUESTDB_ILP and QUESTDB_PG_URL point at a server.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import type { Aggregate, ReadingsFilter, ReadingsStore, Reading, SeriesPosition } from '../ingest/stores/interface.ts'
-import { questdbStore } from '../ingest/stores/questdb.ts'
-import { sqlStore } from '../ingest/stores/sql.ts'
-import { loadConfig } from '../src/config.ts'
-import { createTestEnv, waitFor, type TestEnv } from './helpers.ts'
+import type { Aggregate, ReadingsFilter, ReadingsStore, Reading, SeriesPosition } from '../../ingest/stores/interface.ts'
+import { questdbStore } from '../../ingest/stores/questdb.ts'
+import { sqlStore } from '../../ingest/stores/sql.ts'
+import { loadConfig } from '../../src/config.ts'
+import { createTestEnv, waitFor, type TestEnv } from '../helpers.ts'
 
 const QUESTDB_ILP = process.env.QUESTDB_ILP || undefined
 const QUESTDB_PG_URL = process.env.QUESTDB_PG_URL || undefined

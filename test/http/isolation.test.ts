@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { revokeKey } from '../src/auth/keys.ts'
-import { ALL_SCOPES } from '../src/auth/scopes.ts'
-import { createTestEnv, problem, type TestEnv } from './helpers.ts'
+import { revokeKey } from '../../src/auth/keys.ts'
+import { ALL_SCOPES } from '../../src/auth/scopes.ts'
+import { createTestEnv, problem, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => { env = await createTestEnv({ webhookAllowPrivate: true }) })
