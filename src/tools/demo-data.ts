@@ -650,7 +650,6 @@ interface Log {
   a: DemoAnimal
   from: number
   to: number
-  rows: Row[]
   add(type: string, occurred: number, details: Row, notes?: string | null): void
   juvenile(t: number): boolean
 }
@@ -660,7 +659,7 @@ function addActivities(demo: Demo, animals: DemoAnimal[], medications: Map<strin
     const [from, to] = demo.lifeOf(a)
     const rows: Row[] = []
     const log: Log = {
-      demo, a, from, to, rows,
+      demo, a, from, to,
       add(type, occurred, details, notes = null) {
         if (occurred > to) return
         rows.push({ animal_id: a.id, type, occurred_at: iso(occurred), details, notes, ...demo.stamps(occurred + demo.rng.int(1, 30) * 60_000) })
