@@ -19,6 +19,8 @@ export interface BatcherOptions {
   onFlush?: (readings: number, seconds: number, ok: boolean) => void
   /** Told about every batch once it is durably written (the alert evaluator); must not throw. */
   onWritten?: (readings: readonly Reading[]) => void
+  /** The clock the recovery pause is measured on (epoch ms); tests pass their own so they need not wait for it. */
+  now?: () => number
 }
 
 /** Why readings were not accepted; the route answers 503 with Retry-After. */
@@ -48,15 +50,18 @@ export class Batcher {
   private unhealthyUntil = 0
   private closing = false
   private idle: (() => void)[] = []
+  private readonly now: () => number
 
-  constructor(private readonly store: ReadingsStore, private readonly options: BatcherOptions) {}
+  constructor(private readonly store: ReadingsStore, private readonly options: BatcherOptions) {
+    this.now = options.now ?? Date.now
+  }
 
   get queuedReadings(): number { return this.queued }
 
   /** Resolves when every reading is durably stored; rejects with IngestUnavailable otherwise. */
   add(readings: Reading[]): Promise<void> {
     if (this.closing) return Promise.reject(new IngestUnavailable('The server is shutting down.', 1))
-    if (Date.now() < this.unhealthyUntil) return Promise.reject(new IngestUnavailable('The readings store is not answering.', Math.ceil(RECOVERY_MS / 1000)))
+    if (this.now() < this.unhealthyUntil) return Promise.reject(new IngestUnavailable('The readings store is not answering.', Math.ceil(RECOVERY_MS / 1000)))
     if (this.queued + readings.length > this.options.maxQueued) return Promise.reject(new IngestUnavailable('Ingest is at capacity.', 1))
     this.queued += readings.length
     if (this.current.readings.length + readings.length > this.options.maxBatch) this.seal()
@@ -105,7 +110,7 @@ export class Batcher {
       this.options.onWritten?.(batch.readings)
     } catch (cause) {
       this.options.onWriteError?.(cause, batch.readings.length)
-      this.unhealthyUntil = Date.now() + RECOVERY_MS
+      this.unhealthyUntil = this.now() + RECOVERY_MS
       const error = new IngestUnavailable('The readings store did not take the readings; retry the batch.', Math.ceil(RECOVERY_MS / 1000))
       batch.settle.reject(error)
     } finally {

@@ -7,8 +7,8 @@ import { createKey, findKeyById, listKeys, maskedToken, revokeKey } from './auth
 import { parseScopes } from './auth/scopes.ts'
 import { loadConfig } from './config.ts'
 import { createDeps, type Deps } from './deps.ts'
-import { fillDemoAccount } from './records/demo-data.ts'
-import { IMPORT_AREA_NAMES, ImportError, accountHasAnimals, formatOf, importArea, importRecords, parseImportFile } from './records/importer.ts'
+import { fillDemoAccount } from './tools/demo-data.ts'
+import { IMPORT_AREA_NAMES, ImportError, accountHasAnimals, formatOf, importArea, importRecords, parseImportFile } from './tools/importer.ts'
 
 const USAGE = `usage: bun run cli <command> [options]
 

@@ -5,7 +5,7 @@ import { createKey } from './auth/keys.ts'
 import { ALL_SCOPES } from './auth/scopes.ts'
 import { isEmbedded, type Config } from './config.ts'
 import type { Deps } from './deps.ts'
-import { fillDemoAccount } from './records/demo-data.ts'
+import { fillDemoAccount } from './tools/demo-data.ts'
 
 /** Whether this start may seed the demo account: `DEMO=1` always, `DEMO=0` never, else only in embedded mode. */
 export function demoEnabled(config: Config): boolean {

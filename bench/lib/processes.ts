@@ -1,5 +1,6 @@
-// Child processes for the bench: servers that print "listening on", one-shot scripts that print `result {json}`,
-// and what /proc says about them (CPU time, peak RSS). Everything on loopback, every wait bounded.
+// Child processes for the bench (and for the tests that spawn the service, through test/process-helpers.ts):
+// servers that print "listening on", one-shot scripts that print `result {json}`, and what /proc says about them
+// (CPU time, peak RSS). Everything on loopback, every wait bounded.
 import { join } from 'node:path'
 
 export const ROOT = join(import.meta.dir, '..', '..')
@@ -80,12 +81,18 @@ export async function forEachLine(stream: ReadableStream<Uint8Array>, onLine: (l
   }
 }
 
-/** Runs a one-shot script that prints `result {json}` and returns that JSON (and the pid it ran as). */
-export async function runForResult<T>(name: string, argv: string[], env: Record<string, string | undefined> = {}, timeoutMs = 120_000): Promise<T> {
+/** Runs a process to its end (SIGKILL after `timeoutMs`) and returns its exit code and output. */
+export async function runProcess(argv: string[], env: Record<string, string | undefined> = {}, timeoutMs = 120_000): Promise<{ code: number; stdout: string; stderr: string }> {
   const proc = Bun.spawn(argv, { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdout: 'pipe', stderr: 'pipe' })
   const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs)
   const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
   clearTimeout(timer)
+  return { code, stdout, stderr }
+}
+
+/** Runs a one-shot script that prints `result {json}` and returns that JSON (and the pid it ran as). */
+export async function runForResult<T>(name: string, argv: string[], env: Record<string, string | undefined> = {}, timeoutMs = 120_000): Promise<T> {
+  const { code, stdout, stderr } = await runProcess(argv, env, timeoutMs)
   const line = stdout.split('\n').find((l) => l.startsWith('result '))
   if (code !== 0 || !line) throw new Error(`${name} failed (exit ${code}): ${stdout.slice(-2000)}\n${stderr.slice(-2000)}`)
   return JSON.parse(line.slice('result '.length)) as T

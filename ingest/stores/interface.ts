@@ -1,5 +1,5 @@
 // Where readings live: QuestDB in production, a table in the records database by default. Both answer the same
-// queries with the same rows for the same data (test/readings-stores.test.ts holds them to it).
+// queries with the same rows for the same data (test/unit/readings-stores.test.ts holds them to it).
 
 /** One reading as stored: the device's channel, mapped (or not) to a metric and an environment at ingest. */
 export interface Reading {

@@ -40,7 +40,8 @@ export class Authenticator {
   /** Bumped on every invalidation, so a lookup that raced with one does not cache what it read. */
   private generation = 0
 
-  constructor(private readonly db: Db, private readonly shared: SharedStore, private readonly ttlMs: number) {}
+  /** `now` (epoch ms) decides expiry and cache age; tests pass their own clock instead of waiting for a key to expire. */
+  constructor(private readonly db: Db, private readonly shared: SharedStore, private readonly ttlMs: number, private readonly now: () => number = Date.now) {}
 
   async start(): Promise<void> {
     await this.shared.subscribe(AUTH_CHANNEL, (message) => this.applyInvalidation(message))
@@ -51,14 +52,14 @@ export class Authenticator {
    * answered synchronously (the ingest hot path awaits nothing for it); otherwise the key is read from the database.
    */
   verify(token: string): Principal | undefined | Promise<Principal | undefined> {
-    const now = Date.now()
+    const now = this.now()
     const hit = this.cache.get(token)
     if (hit && now - hit.cachedAt < this.ttlMs) {
       if (now - hit.lastTouchedAt > TOUCH_INTERVAL_MS) { hit.lastTouchedAt = now; this.touch(hit.principal.keyId) }
       return live(hit.principal, now)
     }
     if (parseToken(token) === undefined) return undefined
-    return this.load(token).then((principal) => principal && live(principal, Date.now()))
+    return this.load(token).then((principal) => principal && live(principal, this.now()))
   }
 
   /** Tells every process to forget a key (revoked or deleted). */
@@ -88,7 +89,7 @@ export class Authenticator {
       const tokenHash = hashToken(token)
       pending = this.read(tokenHash).then((principal) => {
         if (principal && generation === this.generation) {
-          const now = Date.now()
+          const now = this.now()
           this.cache.set(token, { principal, tokenHash, cachedAt: now, lastTouchedAt: now })
           this.touch(principal.keyId)
         }

@@ -3,6 +3,7 @@
 // runs out; POSTs the signed envelope; records every attempt; retries on the schedule with jitter; 410 disables
 // the endpoint at once, running out of attempts disables it with the reason. Runs in every server process and
 // alone (`bun run dispatcher`). It never touches the request path: a dead receiver costs its own slots only.
+import { sql } from 'drizzle-orm'
 import type { Config } from '../config.ts'
 import type { Database } from '../../db/client.ts'
 import { newId } from '../ids.ts'
@@ -14,6 +15,8 @@ interface Target { url: string; secret: string; previous_secret: string | null; 
 interface Claimed extends Target { account_id: string; endpoint_id: string; event_id: string; event_type: string; attempts: number; locked_until: Date | string; payload: string }
 
 // Claims, and in the same round trip reads what each attempt needs (the endpoint and the event's exact bytes).
+// Raw text for the polling loop; its parameters: $1 lease (ms), $2 free slots, $3 endpoint ids that are at their
+// per-endpoint limit in this process (an array), $4 the per-endpoint limit.
 const CLAIM = `
 with candidates as materialized (
   -- At most $4 per endpoint, oldest first, so one busy endpoint cannot take every free slot. Computed once
@@ -26,7 +29,7 @@ with candidates as materialized (
   ) ranked where rank <= $4
 ),
 claimed as (
-update webhook_deliveries d set locked_until = now() + ($1 || ' milliseconds')::interval, attempts = d.attempts + 1
+update webhook_deliveries d set locked_until = now() + $1::int * interval '1 millisecond', attempts = d.attempts + 1
 from (
   select dd.endpoint_id, dd.event_id from webhook_deliveries dd
   join candidates using (endpoint_id, event_id)
@@ -92,7 +95,7 @@ export class Dispatcher {
     // Longer than any attempt can take (the receiver's timeout, plus resolving and recording), so a live
     // dispatcher never loses its claim; short enough that a dead one's claims come back soon.
     const lease = 2 * this.config.webhookTimeoutMs + 1000
-    const claimed = await this.database.query<Claimed>(CLAIM, [String(lease), free, `{${busy.join(',')}}`, this.config.webhookConcurrencyPerEndpoint])
+    const claimed = await this.database.query<Claimed>(CLAIM, [lease, free, busy, this.config.webhookConcurrencyPerEndpoint])
     for (const delivery of claimed) {
       const count = (perEndpoint.get(delivery.endpoint_id) ?? 0) + 1
       perEndpoint.set(delivery.endpoint_id, count)
@@ -118,8 +121,8 @@ export class Dispatcher {
   }
 
   private async release(d: Claimed) {
-    await this.database.query(`update webhook_deliveries set locked_until = null, attempts = attempts - 1
-      where endpoint_id = $1 and event_id = $2 and locked_until = $3::timestamptz`, [d.endpoint_id, d.event_id, toDate(d.locked_until).toISOString()])
+    await this.database.db.execute(sql`update webhook_deliveries set locked_until = null, attempts = attempts - 1
+      where endpoint_id = ${d.endpoint_id} and event_id = ${d.event_id} and locked_until = ${toDate(d.locked_until).toISOString()}::timestamptz`)
   }
 
   private async attempt(d: Claimed, signal: AbortSignal): Promise<void> {
@@ -168,19 +171,20 @@ export class Dispatcher {
     const lease = toDate(d.locked_until).toISOString()
     // The attempt is recorded whatever happened; the delivery moves on only while the lease is still ours (if it
     // ran out, another dispatcher owns the delivery now). One statement, one round trip.
-    await this.database.query(`with attempt as (
+    await this.database.db.execute(sql`with attempt as (
         insert into webhook_attempts (id, endpoint_id, event_id, attempted_at, status_code, duration_ms, error)
-        values ($8, $1, $2, now() - ($9 || ' milliseconds')::interval, $5, $10, $6)
+        values (${newId('attempt')}, ${d.endpoint_id}, ${d.event_id}, now() - ${outcome.durationMs}::int * interval '1 millisecond',
+          ${outcome.statusCode}, ${outcome.durationMs}, ${outcome.error})
       )
-      update webhook_deliveries set status = $4, locked_until = null, last_attempt_at = now(), last_status_code = $5,
-        last_error = $6, next_attempt_at = now() + ($7 || ' milliseconds')::interval
-      where endpoint_id = $1 and event_id = $2 and locked_until = $3::timestamptz`,
-    [d.endpoint_id, d.event_id, lease, status, outcome.statusCode, outcome.error, String(Math.round(delayMs)), newId('attempt'), String(outcome.durationMs), outcome.durationMs])
+      update webhook_deliveries set status = ${status}, locked_until = null, last_attempt_at = now(), last_status_code = ${outcome.statusCode},
+        last_error = ${outcome.error}, next_attempt_at = now() + ${Math.round(delayMs)}::int * interval '1 millisecond'
+      where endpoint_id = ${d.endpoint_id} and event_id = ${d.event_id} and locked_until = ${lease}::timestamptz`)
     if (gone || exhausted) {
       const reason = gone
         ? 'The receiver answered 410 Gone.'
         : `Delivery of ${d.event_type} ${d.event_id} failed ${d.attempts} times over the whole retry schedule; last: ${outcome.error}.`
-      await this.database.query(`update webhook_endpoints set status = 'disabled', disabled_reason = $2, updated_at = now() where id = $1 and status = 'enabled'`, [d.endpoint_id, reason])
+      await this.database.db.execute(sql`update webhook_endpoints set status = 'disabled', disabled_reason = ${reason}, updated_at = now()
+        where id = ${d.endpoint_id} and status = 'enabled'`)
       this.log.warn('webhook endpoint disabled', { endpoint_id: d.endpoint_id, reason })
     }
   }

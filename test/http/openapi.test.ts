@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createConfig, lintFromString } from '@redocly/openapi-core'
+import { ALL_SCOPES } from '../../src/auth/scopes.ts'
+import { createTestEnv, problem, type TestEnv } from '../helpers.ts'
+
+let env: TestEnv
+let doc: any
+let text: string
+beforeAll(async () => {
+  env = await createTestEnv()
+  const res = await env.request('GET', '/api/v1/openapi.json')
+  expect(res.status).toBe(200)
+  text = await res.text()
+  doc = JSON.parse(text)
+})
+afterAll(async () => { await env.close() })
+
+const operations = () => Object.entries(doc.paths as Record<string, Record<string, any>>)
+  .flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method: method.toUpperCase(), op })))
+const concrete = (path: string) => path.replace(/\{[^}]+\}/g, 'x_00000000000000000000000000')
+
+describe('OpenAPI document', () => {
+  test('is OpenAPI 3.1 and passes the Redocly linter with no problems', async () => {
+    expect(doc.openapi).toBe('3.1.0')
+    const config = await createConfig({
+      extends: ['recommended'],
+      // Public platform endpoints (status, health, this document) have no client error to describe.
+      rules: { 'operation-4xx-response': 'off' },
+    })
+    const problems = await lintFromString({ source: text, absoluteRef: 'openapi.json', config })
+    expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer}`)).toEqual([])
+  })
+
+  test('lists exactly the routes the server serves', async () => {
+    const documented = operations().map((o) => `${o.method} ${o.path}`).sort()
+    const served = env.app.routes
+      .map((r: { method: string; path: string }) => `${r.method} ${r.path.replace(/:([^/]+)/g, '{$1}')}`).sort()
+    expect(documented).toEqual(served)
+    // And every documented operation is answered by a route, not by the 404/405 fallback.
+    const { token } = await env.account({ scopes: [...ALL_SCOPES] })
+    for (const { method, path } of operations()) {
+      const res = await env.request(method, concrete(path), { token, body: method === 'GET' ? undefined : {} })
+      const body = res.headers.get('content-type')?.includes('problem') ? await res.json() : {}
+      expect({ op: `${method} ${path}`, code: body.code === 'method_not_allowed' || (body.code === 'not_found' && String(body.detail).startsWith('No route')) ? body.code : 'served' })
+        .toEqual({ op: `${method} ${path}`, code: 'served' })
+    }
+  })
+
+  test('every operation states its security, and authenticated ones their errors and rate-limit headers', () => {
+    for (const { path, method, op } of operations()) {
+      expect(Array.isArray(op.security)).toBe(true)
+      expect(op.responses['500']).toBeDefined()
+      if (op.security.length > 0) {
+        for (const status of ['401', '403', '429']) expect({ op: `${method} ${path}`, status, ok: Boolean(op.responses[status]) }).toEqual({ op: `${method} ${path}`, status, ok: true })
+        const success = Object.entries(op.responses).find(([s]) => s.startsWith('2'))![1] as any
+        expect(Object.keys(success.headers)).toContain('RateLimit')
+      }
+      if (op.requestBody) for (const status of ['400', '413', '415', '422']) expect(op.responses[status]).toBeDefined()
+    }
+  })
+
+  test('every request body is described by its schema, for each media type the route accepts', () => {
+    const bodies = operations().filter(({ op }) => op.requestBody)
+    expect(bodies.length).toBeGreaterThan(0)
+    for (const { method, path, op } of bodies) {
+      const content = Object.entries(op.requestBody.content as Record<string, { schema?: { $ref?: string; properties?: object } }>)
+      expect({ op: `${method} ${path}`, types: content.length > 0 }).toEqual({ op: `${method} ${path}`, types: true })
+      for (const [, media] of content) {
+        const schema = media.schema?.$ref ? doc.components.schemas[media.schema.$ref.split('/').pop()!] : media.schema
+        expect({ op: `${method} ${path}`, described: Object.keys(schema?.properties ?? {}).length > 0 }).toEqual({ op: `${method} ${path}`, described: true })
+      }
+    }
+    expect(doc.paths['/api/v1/animals/{id}'].patch.requestBody.content['application/merge-patch+json'].schema).toEqual({ $ref: '#/components/schemas/AnimalPatch' })
+  })
+
+  test('the docs page is served and points at this document', async () => {
+    const res = await env.request('GET', '/api/v1/docs')
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toContain('text/html')
+    expect(await res.text()).toContain('/api/v1/openapi.json')
+  })
+})
+
+describe('every route enforces what the document says', () => {
+  test('authenticated routes refuse no key, a bad key, and a key without their scopes', async () => {
+    const noScopes = await env.account({ scopes: [] })
+    let checked = 0
+    for (const { path, method, op } of operations()) {
+      if (op.security.length === 0) continue
+      const url = concrete(path)
+      const body = method === 'GET' ? undefined : {}
+      await problem(await env.request(method, url, { body }), 401, 'authentication_required')
+      await problem(await env.request(method, url, { body, token: 'hrs_pat_000000000000000000000000000000000000' }), 401, 'invalid_token')
+      const scopes: string[] = op.security.find((r: Record<string, string[]>) => r.personalToken)?.personalToken ?? []
+      if (scopes.length) {
+        const refused = await problem(await env.request(method, url, { body, token: noScopes.token }), 403, 'insufficient_scope')
+        expect(refused.required_scopes).toEqual(scopes)
+        checked++
+      }
+    }
+    expect(checked).toBeGreaterThan(0)
+  })
+})

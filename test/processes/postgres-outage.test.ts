@@ -1,0 +1,128 @@
+// Postgres down under the running service: a private Postgres of the test's own (initdb on a free port) is stopped
+// as a crash would stop it, then started again. Requests that need it answer 503 service_unavailable with
+// Retry-After within 2 s (never a 500), /readyz and /status say so, nothing acknowledged is lost, and the service
+// serves again once Postgres is back, without a restart.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createTestEnv, problem, waitFor, type TestEnv } from '../helpers.ts'
+
+/** The Postgres server binaries, if this machine has them (Debian puts them under /usr/lib/postgresql/<v>/bin). */
+function postgresBin(): string | undefined {
+  const root = '/usr/lib/postgresql'
+  if (!existsSync(root)) return undefined
+  const versions = new Bun.Glob('*/bin/initdb').scanSync({ cwd: root })
+  const newest = [...versions].sort((a, b) => Number.parseInt(b) - Number.parseInt(a))[0]
+  return newest ? join(root, newest, '..') : undefined
+}
+const bin = postgresBin()
+// initdb refuses to run as root; as root the cluster belongs to the `postgres` user, through runuser.
+const asPostgres = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--'] : []
+if (!bin) console.warn('postgres-outage.test: skipped: no initdb on this machine to start a private Postgres')
+
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as { port: number }).port
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+function run(args: string[]) {
+  const done = Bun.spawnSync([...asPostgres, ...args], { stdout: 'pipe', stderr: 'pipe' })
+  if (done.exitCode !== 0) throw new Error(`${args.join(' ')}: ${done.stderr.toString()}`)
+}
+
+/** A throwaway cluster: initdb, then pg_ctl start/stop on `port`. */
+function privatePostgres(port: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'hrs-pg-'))
+  const data = join(dir, 'data')
+  if (asPostgres.length) Bun.spawnSync(['chown', 'postgres', dir])
+  run([join(bin!, 'initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'])
+  const ctl = (...args: string[]) => run([join(bin!, 'pg_ctl'), '-D', data, '-w', '-t', '30', ...args])
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    start: () => ctl('-o', options, '-l', join(dir, 'log'), 'start'),
+    /** As a crash would: no shutdown checkpoint, connections cut. */
+    crash: () => ctl('-m', 'immediate', 'stop'),
+    remove: () => { try { ctl('-m', 'immediate', 'stop') } catch { /* already stopped */ } rmSync(dir, { recursive: true, force: true }) },
+  }
+}
+
+/** Sends a request and fails on an answer slower than 2 s or any 500. */
+async function timed(env: TestEnv, method: string, path: string, options: Parameters<TestEnv['request']>[2] = {}) {
+  const started = performance.now()
+  const response = await env.request(method, path, options)
+  const ms = Math.round(performance.now() - started)
+  expect({ path, slow: ms > 2_000, status500: response.status === 500 }).toEqual({ path, slow: false, status500: false })
+  return response
+}
+
+describe.skipIf(!bin)('Postgres down and back', () => {
+  let env: TestEnv
+  let pg: ReturnType<typeof privatePostgres>
+  beforeAll(async () => {
+    pg = privatePostgres(await freePort())
+    pg.start()
+    env = await createTestEnv({ databaseUrl: pg.url })
+  })
+  afterAll(async () => {
+    await env?.close().catch(() => {})
+    pg?.remove()
+  })
+
+  test('requests that need Postgres answer 503 fast while it is down, and serve again when it is back', async () => {
+    const key = await env.account({ scopes: ['animals:read', 'animals:write', 'activities:write', 'sensors:write', 'environment:read'] })
+    const device = await (await timed(env, 'POST', '/api/v1/sensors/devices', { token: key.token, body: { name: 'Hub', channels: [{ key: 't1', metric: 'temperature' }] } })).json()
+    const t0 = Date.now() - 60_000
+    let acknowledged = 0
+    /** Posts 10 readings; counts them when the answer is 202, fails on a 500 or a slow answer. */
+    const submit = async (batch: number) => {
+      const readings = Array.from({ length: 10 }, (_, i) => ({ channel: 't1', value: i, ts: t0 + batch * 10 + i }))
+      const response = await timed(env, 'POST', '/api/v1/sensors/readings', { token: device.key, body: { readings } })
+      if (response.status === 202) acknowledged += (await response.json()).accepted
+      return response
+    }
+    expect((await submit(0)).status).toBe(202)
+    const created = await (await timed(env, 'POST', '/api/v1/animals', { token: key.token, body: { name: 'Before', species_id: 'python-regius' } })).json()
+    expect((await timed(env, 'GET', '/api/v1/animals', { token: key.token })).status).toBe(200)
+
+    pg.crash()
+
+    for (const [method, path, body] of [
+      ['GET', '/api/v1/animals', undefined],
+      ['GET', `/api/v1/animals/${created.id}`, undefined],
+      ['POST', '/api/v1/animals', { name: 'During', species_id: 'python-regius' }],
+      ['POST', '/api/v1/activities', { animal_id: created.id, type: 'shed' }],
+    ] as const) {
+      const response = await timed(env, method, path, { token: key.token, body })
+      const refused = await problem(response, 503, 'service_unavailable')
+      expect(response.headers.get('retry-after')).toMatch(/^\d+$/)
+      expect(refused.detail).not.toMatch(/ECONN|postgres|select|insert/i)
+    }
+    const refusedReadings = await submit(1)
+    await problem(refusedReadings, 503, 'service_unavailable')
+    expect(refusedReadings.headers.get('retry-after')).toMatch(/^\d+$/)
+    const ready = await timed(env, 'GET', '/readyz')
+    expect(ready.status).toBe(503)
+    expect((await ready.json()).checks).toMatchObject({ postgres: 'down' })
+    expect((await (await timed(env, 'GET', '/api/v1/status')).json()).status).toBe('degraded')
+
+    pg.start()
+    const back = await waitFor(async () => (await env.request('GET', '/api/v1/animals', { token: key.token })).status === 200, 15_000, 100)
+    console.log(`postgres-outage.test: serving again ${Math.round(back)} ms after Postgres started`)
+    const after = await (await timed(env, 'GET', '/api/v1/animals', { token: key.token })).json()
+    // What was acknowledged before the crash is there; nothing refused during it was written.
+    expect(after.data.map((a: { name: string }) => a.name)).toEqual(['Before'])
+    expect((await timed(env, 'GET', '/readyz')).status).toBe(200)
+    // Ingest gives the store a second to recover after a failed write before it takes readings again.
+    await waitFor(async () => (await submit(2)).status === 202, 5_000, 100)
+    const stored = await (await timed(env, 'GET', `/api/v1/environment/readings?device_id=${device.id}&from=${new Date(t0 - 1000).toISOString()}`, { token: key.token })).json()
+    // Every acknowledged reading is stored, once; the refused batch is not.
+    expect(acknowledged).toBe(20)
+    expect(stored.data).toHaveLength(acknowledged)
+  })
+})

@@ -1,0 +1,176 @@
+// The two readings stores answer alike: the same generated readings written to the SQL store and to QuestDB
+// give the same rows for every kind of query. Runs only when QUESTDB_ILP and QUESTDB_PG_URL point at a server.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import postgres from 'postgres'
+import type { Aggregate, ReadingsFilter, ReadingsStore, Reading, SeriesPosition } from '../../ingest/stores/interface.ts'
+import { questdbStore } from '../../ingest/stores/questdb.ts'
+import { sqlStore } from '../../ingest/stores/sql.ts'
+import { loadConfig } from '../../src/config.ts'
+import { createTestEnv, waitFor, type TestEnv } from '../helpers.ts'
+
+const QUESTDB_ILP = process.env.QUESTDB_ILP || undefined
+const QUESTDB_PG_URL = process.env.QUESTDB_PG_URL || undefined
+const enabled = Boolean(QUESTDB_ILP && QUESTDB_PG_URL)
+if (!enabled) console.log('readings-stores.test: QuestDB tests skipped: set QUESTDB_ILP and QUESTDB_PG_URL to run them against a QuestDB server')
+
+const table = `hrs_test_readings_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
+let env: TestEnv
+let sql: ReadingsStore
+let quest: ReadingsStore
+
+/** A deterministic data set: 3 devices × 3 channels, one reading every 37 s over 6 hours, some unmapped. */
+function generate(accountId: string, other: string): Reading[] {
+  let seed = 42
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  const base = Date.UTC(2026, 10, 20, 6, 0, 0)
+  const out: Reading[] = []
+  for (const device of ['dev_a', 'dev_b', 'dev_c']) {
+    for (const channel of ['t1', 'h1', 'x9']) {
+      for (let ts = base + Math.floor(random() * 37_000); ts < base + 6 * 3_600_000; ts += 37_000) {
+        out.push({
+          accountId: device === 'dev_c' ? other : accountId, deviceId: device, channel, ts, value: Math.round(random() * 10_000) / 100,
+          metric: channel === 'x9' ? null : channel === 't1' ? 'temperature' : 'humidity', environmentId: channel === 'x9' ? null : `env_${device}`,
+        })
+      }
+    }
+  }
+  return out
+}
+
+const round = (rows: object[]) => JSON.parse(JSON.stringify(rows, (_, v) => (typeof v === 'number' && !Number.isInteger(v) ? Number(v.toPrecision(10)) : v)))
+
+/** Every row of a query, page by page, each page resuming after the last row of the one before. */
+async function pages(store: ReadingsStore, filter: ReadingsFilter, limit: number, interval?: number, aggregates: Aggregate[] = ['avg']) {
+  const all: object[] = []
+  let after: SeriesPosition | undefined
+  for (;;) {
+    const rows = interval ? await store.buckets(filter, interval, aggregates, limit, after) : await store.raw(filter, limit, after)
+    all.push(...rows)
+    if (rows.length < limit) return all
+    const last = rows[rows.length - 1]!
+    after = [last.ts, last.device_id, last.channel]
+  }
+}
+
+describe('paging buckets (SQL store, always run)', () => {
+  test('pages of buckets, each resuming after the last, give exactly the rows of one big page', async () => {
+    const own = await createTestEnv()
+    try {
+      const store = sqlStore(own.deps.database)
+      const data = generate('acct_a', 'acct_b')
+      for (let i = 0; i < data.length; i += 1000) await store.write(data.slice(i, i + 1000))
+      const filter = { accountId: 'acct_a', from: Date.UTC(2026, 10, 20, 6, 7, 0), to: Date.UTC(2026, 10, 20, 13, 0, 0) }
+      for (const interval of [60_000, 900_000, 3_600_000]) {
+        const whole = await store.buckets(filter, interval, ['avg', 'count'], 100_000)
+        expect(whole.length).toBeGreaterThan(10)
+        expect({ interval, rows: round(await pages(store, filter, 40, interval, ['avg', 'count'])) }).toEqual({ interval, rows: round(whole) })
+      }
+    } finally {
+      await own.close()
+    }
+  })
+})
+
+describe.skipIf(!enabled)('SQL store and QuestDB answer alike', () => {
+  const accountId = 'acct_a'
+  const other = 'acct_b'
+  const data = generate(accountId, other)
+  const window = { from: Date.UTC(2026, 10, 20, 0, 0, 0), to: Date.UTC(2026, 10, 21, 0, 0, 0) }
+
+  beforeAll(async () => {
+    env = await createTestEnv()
+    sql = sqlStore(env.deps.database)
+    quest = await questdbStore(loadConfig({}, { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table }))
+    for (let i = 0; i < data.length; i += 1000) {
+      await sql.write(data.slice(i, i + 1000))
+      await quest.write(data.slice(i, i + 1000))
+    }
+    // QuestDB applies WAL writes asynchronously: wait until every row is visible.
+    const mine = data.filter((r) => r.accountId === accountId).length
+    await waitFor(async () => (await quest.raw({ accountId, ...window }, mine + 1)).length === mine, 30_000, 100)
+  })
+  afterAll(async () => {
+    await quest?.close()
+    const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
+    await admin.unsafe(`drop table if exists ${table}`).catch(() => {})
+    await admin.end()
+    await env?.close()
+  })
+
+  const filters: [string, Partial<ReadingsFilter>][] = [
+    ['everything', {}], ['one device', { deviceId: 'dev_a' }], ['one channel', { channel: 'h1' }], ['a metric', { metric: 'temperature' }],
+    ['an environment', { environmentId: 'env_dev_b' }], ['a narrow window', { from: Date.UTC(2026, 10, 20, 7, 0, 0), to: Date.UTC(2026, 10, 20, 8, 30, 0) }],
+    ["another account's device", { deviceId: 'dev_c' }],
+  ]
+
+  test('raw rows, paged', async () => {
+    for (const [name, f] of filters) {
+      const filter = { accountId, ...window, ...f }
+      expect({ name, rows: round(await pages(quest, filter, 250)) }).toEqual({ name, rows: round(await pages(sql, filter, 250)) })
+    }
+  })
+
+  test('buckets for every interval and aggregate, paged', async () => {
+    for (const interval of [60_000, 900_000, 3_600_000, 86_400_000]) {
+      for (const [name, f] of filters.slice(0, 4)) {
+        const filter = { accountId, ...window, ...f }
+        const aggregates: Aggregate[] = ['avg', 'min', 'max', 'last', 'count']
+        expect({ name, interval, rows: round(await pages(quest, filter, 97, interval, aggregates)) })
+          .toEqual({ name, interval, rows: round(await pages(sql, filter, 97, interval, aggregates)) })
+      }
+    }
+  })
+
+  test('latest per series', async () => {
+    for (const [name, f] of filters) {
+      const filter = { accountId, ...window, ...f }
+      expect({ name, rows: round(await quest.latest(filter, 100)) }).toEqual({ name, rows: round(await sql.latest(filter, 100)) })
+    }
+    const first = await quest.latest({ accountId, ...window }, 2)
+    const rest = await quest.latest({ accountId, ...window }, 100, [first[1]!.device_id, first[1]!.channel])
+    expect(round([...first, ...rest])).toEqual(round(await sql.latest({ accountId, ...window }, 100)))
+  })
+
+  test('a retried batch does not duplicate in QuestDB', async () => {
+    const batch = data.slice(0, 500)
+    expect(batch.every((r) => r.accountId === accountId)).toBe(true)
+    await quest.write(batch)
+    await quest.write(batch)
+    // QuestDB applies a table's WAL transactions in order: once a row written after the retries is visible, the
+    // retries have been applied too (deduplicated or not), so what is counted next is final.
+    const marker: Reading = { accountId: 'acct_marker', deviceId: 'dev_marker', channel: 't1', ts: window.from + 1, value: 1, metric: null, environmentId: null }
+    await quest.write([marker])
+    await waitFor(async () => (await quest.raw({ accountId: marker.accountId, ...window }, 10)).length === 1, 30_000, 100)
+    const mine = data.filter((r) => r.accountId === accountId)
+    const rows = await quest.raw({ accountId, ...window }, mine.length * 3)
+    const keys = rows.map((r) => `${r.device_id} ${r.channel} ${r.ts}`)
+    expect(keys.length - new Set(keys).size).toBe(0)
+    expect(rows.length).toBe(mine.length)
+  })
+})
+
+describe.skipIf(!enabled)('the API on QuestDB', () => {
+  test('readings posted through the API are stored in QuestDB and queried back', async () => {
+    const apiTable = `${table}_api`
+    const api = await createTestEnv({ questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: apiTable })
+    try {
+      expect(api.deps.readings.kind).toBe('questdb')
+      const owner = await api.account({ scopes: ['sensors:write', 'environment:read'] })
+      const device = await (await api.request('POST', '/api/v1/sensors/devices', { token: owner.token, body: { name: 'Hub', channels: [{ key: 't1', metric: 'temperature' }] } })).json()
+      const ts = Date.now() - 60_000
+      const res = await api.request('POST', '/api/v1/sensors/readings', { token: device.key, body: { readings: [{ channel: 't1', value: 22.5, ts }, { channel: 'zz', value: 1, ts }] } })
+      expect(res.status).toBe(202)
+      let rows: any[] = []
+      await waitFor(async () => {
+        rows = (await (await api.request('GET', `/api/v1/environment/readings?device_id=${device.id}`, { token: owner.token })).json()).data
+        return rows.length === 2
+      }, 30_000, 100)
+      expect(rows.map((r) => [r.channel, r.metric, r.value, Date.parse(r.ts)])).toEqual([['t1', 'temperature', 22.5, ts], ['zz', null, 1, ts]])
+    } finally {
+      await api.close()
+      const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
+      await admin.unsafe(`drop table if exists ${apiTable}`).catch(() => {})
+      await admin.end()
+    }
+  })
+})

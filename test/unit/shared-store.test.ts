@@ -1,0 +1,48 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
+import type { SharedStore } from '../../src/kv/interface.ts'
+import { memoryStore } from '../../src/kv/memory.ts'
+import { redisStore } from '../../src/kv/redis.ts'
+import { REAL_REDIS_URL, waitFor } from '../helpers.ts'
+
+// The store this run uses (Redis when REDIS_URL is set), plus a second connection standing in for another process.
+const prefix = `test:${randomUUID()}:`
+const stores: SharedStore[] = []
+async function open(): Promise<SharedStore> {
+  const store = REAL_REDIS_URL ? await redisStore(REAL_REDIS_URL, prefix, { commandTimeoutMs: 500, connectTimeoutMs: 2_000 }) : memoryStore()
+  stores.push(store)
+  return store
+}
+afterAll(async () => { await Promise.all(stores.map((s) => s.close())) })
+
+describe(`shared store pub/sub (${REAL_REDIS_URL ? 'redis' : 'memory'})`, () => {
+  test('the publishing process has run its own handlers before publish returns (read-your-writes)', async () => {
+    const store = await open()
+    const seen: string[] = []
+    await store.subscribe('channel', (message) => seen.push(message))
+    const published = store.publish('channel', 'revoke:1')
+    // Checked before any I/O could have happened: a caller that invalidates a cache must find it invalidated
+    // on its very next request, whatever order the network delivers Redis's reply and its echo in.
+    expect(seen).toEqual(['revoke:1'])
+    await published
+  })
+
+  test.skipIf(!REAL_REDIS_URL)('another process receives the message too', async () => {
+    const publisher = await open()
+    const other = await open()
+    const seen: string[] = []
+    await other.subscribe('elsewhere', (message) => seen.push(message))
+    await publisher.publish('elsewhere', 'revoke:2')
+    await waitFor(async () => seen.includes('revoke:2'), 2_000)
+  })
+})
+
+describe(`shared store counters (${REAL_REDIS_URL ? 'redis' : 'memory'})`, () => {
+  test('addAll adds many counters in one call and returns each total; another connection adds to the same totals', async () => {
+    const first = await open()
+    expect(await first.addAll([{ key: 'a', amount: 3 }, { key: 'b', amount: 1 }], 60_000)).toEqual([3, 1])
+    const second = REAL_REDIS_URL ? await open() : first
+    expect(await second.addAll([{ key: 'b', amount: 4 }, { key: 'c', amount: 2 }, { key: 'a', amount: 1 }], 60_000)).toEqual([5, 2, 4])
+    expect(await second.addAll([], 60_000)).toEqual([])
+  })
+})
