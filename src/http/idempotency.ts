@@ -10,7 +10,7 @@ import type { Deps } from '../deps.ts'
 import type { Executor } from '../webhooks/outbox.ts'
 import { canonical } from './cursor.ts'
 import { ApiError, problemBody } from './errors.ts'
-import { requestState } from './pipeline.ts'
+import { requestState } from './request-state.ts'
 import { principalOf } from './request.ts'
 
 export const IDEMPOTENCY_RETENTION_MS = 24 * 3600 * 1000

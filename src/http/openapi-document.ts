@@ -7,7 +7,7 @@ import { ALERTS_TAG_DESCRIPTION } from '../modules/alerts/index.ts'
 import { API_VERSION } from '../platform.ts'
 import { ERRORS } from './errors.ts'
 import { ROUTE_POLICY, type RoutePolicy } from './operation.ts'
-import { MAX_BODY_BYTES } from './pipeline.ts'
+import { MAX_BODY_BYTES } from './checks/body-limits.ts'
 import { Problem } from './schemas.ts'
 
 const DESCRIPTION = `

@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/authenticator.ts'
 import { ApiError } from './errors.ts'
-import { requestState } from './pipeline.ts'
+import { requestState } from './request-state.ts'
 
 /** The verified caller of an authenticated route (the pipeline guarantees one is there). */
 export function principalOf(request: Request): Principal {
