@@ -3,6 +3,7 @@ import { getAccount } from '../../accounts.ts'
 import type { Deps } from '../../deps.ts'
 import { ApiError } from '../../http/errors.ts'
 import { op } from '../../http/operation.ts'
+import { API_PREFIX } from '../../http/pipeline.ts'
 import { requestState } from '../../http/request-state.ts'
 import { principalOf } from '../../http/request.ts'
 import { Timestamp } from '../../http/schemas.ts'
@@ -37,7 +38,7 @@ const MeBody = t.Object({
 
 export function accountModule(deps: Deps) {
   return new Elysia({ name: 'account' })
-    .get('/api/v1/me', async ({ request }) => {
+    .get(`${API_PREFIX}/me`, async ({ request }) => {
       const principal = principalOf(request)
       const [account, key] = await Promise.all([getAccount(deps.database.db, principal.accountId), findKeyById(deps.database.db, principal.keyId)])
       if (!account || !key) throw new ApiError('invalid_token', 'The key no longer exists.')

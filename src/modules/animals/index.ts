@@ -5,6 +5,7 @@ import type { Deps } from '../../deps.ts'
 import { ApiError } from '../../http/errors.ts'
 import { Preconditions, withEtag } from '../../http/etag.ts'
 import { op } from '../../http/operation.ts'
+import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
 import { PageOf, pageQuery } from '../../http/schemas.ts'
 import { isId } from '../../ids.ts'
@@ -92,7 +93,7 @@ const animalId = (id: string) => {
 }
 
 export function animalsModule(deps: Deps) {
-  return new Elysia({ name: 'animals', prefix: '/api/v1' })
+  return new Elysia({ name: 'animals', prefix: API_PREFIX })
     .get('/animal-types', ({ request, query }) => listAnimalTypes(deps, principalOf(request).accountId, query), {
       query: t.Object(pageQuery()),
       response: { 200: PageOf(AnimalType) },

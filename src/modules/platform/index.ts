@@ -2,6 +2,7 @@ import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps.ts'
 import { ApiError } from '../../http/errors.ts'
 import { op } from '../../http/operation.ts'
+import { API_PREFIX } from '../../http/pipeline.ts'
 import { API_VERSION, RELEASE_DATE } from '../../platform.ts'
 
 const CHECK_TIMEOUT_MS = 2_000
@@ -39,7 +40,7 @@ const Checks = t.Record(t.String(), t.Union([t.Literal('ok'), t.Literal('down')]
 
 export function platformModule(deps: Deps) {
   return new Elysia({ name: 'platform' })
-    .get('/api/v1/status', async () => {
+    .get(`${API_PREFIX}/status`, async () => {
       const checks = await checkBackends(deps)
       const degraded = Object.values(checks).includes('down')
       return { status: degraded ? 'degraded' as const : deps.platform.current(), version: API_VERSION, release_date: RELEASE_DATE }

@@ -7,6 +7,7 @@ import { SPECIES, type SpeciesRecord } from '../../../db/reference/species.ts'
 import type { Deps } from '../../deps.ts'
 import { toPage, type CursorScope } from '../../http/cursor.ts'
 import { op } from '../../http/operation.ts'
+import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
 import { PageOf, pageQuery } from '../../http/schemas.ts'
 
@@ -60,7 +61,7 @@ function matchesSpecies(s: SpeciesRecord, q: string | undefined, group: string |
 }
 
 export function referenceModule(deps: Deps) {
-  return new Elysia({ name: 'reference', prefix: '/api/v1' })
+  return new Elysia({ name: 'reference', prefix: API_PREFIX })
     .get('/species', ({ request, query }) => {
       const filters = { q: query.q, group: query.group, class: query.class }
       const items = species.filter((s) => matchesSpecies(s, query.q, query.group, query.class))

@@ -1,10 +1,11 @@
 // Routes that exist only with TEST_ROUTES=1, so tests can exercise the shared machinery (deprecation, body
 // checks, scopes, 500s, graceful shutdown) end to end before every real route that uses it exists.
 import { Elysia, t } from 'elysia'
+import { API_PREFIX } from '../../http/pipeline.ts'
 import { op } from '../../http/operation.ts'
 
 export function testingModule() {
-  return new Elysia({ name: 'testing', prefix: '/api/v1/_test' })
+  return new Elysia({ name: 'testing', prefix: `${API_PREFIX}/_test` })
     .get('/deprecated', () => ({ ok: true }), {
       response: { 200: t.Object({ ok: t.Boolean() }) },
       detail: op({
