@@ -3,6 +3,7 @@ import { Elysia, t, type AnyElysia } from 'elysia'
 import type { Deps } from './deps.ts'
 import { ApiError, problemResponse, type FieldError } from './http/errors.ts'
 import './http/formats.ts'
+import { docsPage } from './http/docs-page.ts'
 import { buildOpenApiDocument } from './http/openapi-document.ts'
 import { op } from './http/operation.ts'
 import { API_PREFIX, createPipeline, readBody, requestState } from './http/pipeline.ts'
@@ -19,12 +20,6 @@ import { sensorsModule } from './modules/sensors/index.ts'
 import { READ_ONLY_AREAS } from './records/all-areas.ts'
 import { readOnlyRoutes } from './records/areas.ts'
 import { testingModule } from './modules/testing/index.ts'
-
-const DOCS_PAGE = `<!doctype html>
-<html><head><meta charset="utf-8"><title>Animal-Husbandry Records Service API v1</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"></head>
-<body><script id="api-reference" data-url="${API_PREFIX}/openapi.json"></script>
-<script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference"></script></body></html>`
 
 /** Elysia's validation errors → field errors with JSON Pointer paths into the part of the request that failed. */
 function fieldErrors(error: any): FieldError[] {
@@ -103,13 +98,7 @@ export function createApp(deps: Deps) {
       response: { 200: t.Record(t.String(), t.Unknown(), { description: 'OpenAPI 3.1 document.' }) },
       detail: op({ summary: 'This OpenAPI 3.1 document', tags: ['Platform'], auth: 'public' }),
     })
-    .get(`${API_PREFIX}/docs`, ({ set }) => {
-      set.headers['content-type'] = 'text/html; charset=utf-8'
-      return DOCS_PAGE
-    }, {
-      response: { 200: t.String({ description: 'HTML page rendering this document.' }) },
-      detail: op({ summary: 'Browsable API reference', tags: ['Platform'], auth: 'public' }),
-    })
+    .use(docsPage())
 
   if (deps.config.testRoutes) app.use(testingModule())
 
