@@ -9,6 +9,7 @@ import { op } from './http/operation.ts'
 import { API_PREFIX, createPipeline, readBody, requestState } from './http/pipeline.ts'
 import { RouteTable } from './http/route-table.ts'
 import { ingestRoutes } from '../ingest/index.ts'
+import { consoleModule } from './console/index.ts'
 import { accountModule } from './modules/account/index.ts'
 import { activitiesModule } from './modules/activities/index.ts'
 import { animalsModule } from './modules/animals/index.ts'
@@ -99,6 +100,7 @@ export function createApp(deps: Deps) {
       detail: op({ summary: 'This OpenAPI 3.1 document', tags: ['Platform'], auth: 'public' }),
     })
     .use(docsPage())
+    .use(consoleModule(deps))
 
   if (deps.config.testRoutes) app.use(testingModule())
 

@@ -890,7 +890,7 @@ export interface components {
             user_code: string;
             /**
              * Format: uri
-             * @description Where the owner enters the code (as `claim_code` of POST /sensors/devices), absolute as RFC 8628 asks.
+             * @description The web console page where the owner enters the code and approves the device (or sends the code as `claim_code` of POST /sensors/devices), absolute as RFC 8628 asks.
              */
             verification_uri: string;
             /** @description Seconds until the claim expires. */
@@ -3282,7 +3282,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description HTML page rendering this document. */
+            /** @description HTML page rendering this document (Swagger UI, served by this service; nothing loads from elsewhere). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -46,7 +46,7 @@ const CreatedDevice = t.Composite([Device, t.Object({
   key: nullable(t.String({ description: 'The device key, shown this once. Null when pairing with `claim_code`: the key then goes to the device through its poll.' })),
 })], { $id: '#/components/schemas/CreatedDevice' })
 
-const DeviceCreate = t.Object({
+export const DeviceCreate = t.Object({
   name: t.Optional(Name),
   model: t.Optional(nullable(Model)),
   hardware_id: t.Optional(nullable(HardwareId)),
@@ -69,7 +69,7 @@ const ClaimStart = t.Object({
 const ClaimStarted = t.Object({
   claim_id: IdOf('claim', 'Poll GET /sensors/claim/status with it.'),
   user_code: t.String({ pattern: '^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$', examples: ['BCDF-GHJK'], description: 'Show this to the owner; consonants only, no ambiguous characters.' }),
-  verification_uri: t.String({ format: 'uri', description: 'Where the owner enters the code (as `claim_code` of POST /sensors/devices), absolute as RFC 8628 asks.' }),
+  verification_uri: t.String({ format: 'uri', description: 'The web console page where the owner enters the code and approves the device (or sends the code as `claim_code` of POST /sensors/devices), absolute as RFC 8628 asks.' }),
   expires_in: t.Integer({ description: 'Seconds until the claim expires.' }),
   interval: t.Integer({ description: 'Seconds to wait between polls; polling sooner answers slow_down.' }),
 }, { $id: '#/components/schemas/ClaimStarted' })
