@@ -186,7 +186,11 @@ describe('the API tab', () => {
     const { token, accountId } = await consoleAccount()
     const { cookie, csrf } = await signIn(token)
     const before = (await listKeys(env.deps.database.db, accountId)).length
-    for (const form of [{ name: '', 'scope:animals:read': 'on' }, { name: 'none' }, { name: 'old', 'scope:animals:read': 'on', expires_on: '2001-01-01' }, { name: 'odd', 'scope:animals:read': 'on', expires_on: 'soon' }]) {
+    const forms: Record<string, string>[] = [
+      { name: '', 'scope:animals:read': 'on' }, { name: 'none' },
+      { name: 'old', 'scope:animals:read': 'on', expires_on: '2001-01-01' }, { name: 'odd', 'scope:animals:read': 'on', expires_on: 'soon' },
+    ]
+    for (const form of forms) {
       const res = await post('/console/keys', { csrf, ...form }, cookie)
       expect(res.status).toBe(422)
       if (form.name) expect(await res.text()).toContain(`value="${form.name}"`)

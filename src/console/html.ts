@@ -60,6 +60,7 @@ nav a[aria-current] { border-bottom-color: #fff; font-weight: 600; }
 main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
 h1 { font-size: 1.4rem; margin: .4rem 0 1rem; }
 h2 { font-size: 1.1rem; margin: 1.5rem 0 .6rem; }
+section > h2:first-child { margin-top: 0; }
 section, .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 1rem; margin-bottom: 1rem; }
 label { display: block; font-weight: 600; margin: .6rem 0 .25rem; }
 input[type=text], input[type=password], input[type=date], select { width: 100%; padding: .55rem .6rem; font: inherit; border: 1px solid var(--line); border-radius: 6px; background: #fff; }
@@ -67,7 +68,7 @@ button, .button { font: inherit; padding: .5rem 1rem; border-radius: 6px; border
 button.secondary { background: #fff; color: var(--accent); }
 button.danger { background: #fff; color: var(--danger); border-color: var(--danger); }
 button.link { background: none; border: 0; padding: 0; text-decoration: underline; }
-.scopes { display: grid; grid-template-columns: repeat(auto-fill, minmax(11rem, 1fr)); gap: .25rem .75rem; margin: .25rem 0 .5rem; }
+.scopes { display: grid; grid-template-columns: repeat(auto-fill, minmax(9.5rem, 1fr)); gap: .25rem .75rem; margin: .25rem 0 .5rem; }
 .scopes label { font-weight: 400; margin: 0; display: flex; gap: .4rem; align-items: center; }
 .notice { padding: .6rem .8rem; border-radius: 6px; border: 1px solid; }
 .notice.error { color: var(--danger); border-color: var(--danger); background: #fbefee; }
@@ -77,11 +78,13 @@ button.link { background: none; border: 0; padding: 0; text-decoration: underlin
 table { width: 100%; border-collapse: collapse; font-size: .93rem; }
 th, td { text-align: left; padding: .45rem .4rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { color: var(--muted); font-weight: 600; }
+td code { white-space: nowrap; }
+.scroll { overflow-x: auto; }
 .muted { color: var(--muted); }
 .tag { display: inline-block; font-size: .78rem; background: #eef1ee; border-radius: 4px; padding: 0 .35rem; margin: 0 .2rem .2rem 0; }
 .facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(12rem, 1fr)); gap: .5rem 1rem; margin: 0; }
 .facts dt { color: var(--muted); font-size: .85rem; } .facts dd { margin: 0; font-weight: 600; }
-.row { display: grid; grid-template-columns: 1fr 1fr 1fr; gap: .5rem; }
+.row { display: grid; grid-template-columns: 1fr 1fr 1fr; gap: .5rem; margin-bottom: .6rem; }
 .code-input { font-size: 1.4rem; letter-spacing: .15em; text-transform: uppercase; max-width: 14rem; }
 svg.chart { width: 100%; height: auto; background: #fff; border: 1px solid var(--line); border-radius: 6px; }
 footer { max-width: 60rem; margin: 0 auto; padding: 1rem; font-size: .9rem; }
@@ -90,7 +93,7 @@ footer { max-width: 60rem; margin: 0 auto; padding: 1rem; font-size: .9rem; }
   table.keys tr { display: block; border-bottom: 1px solid var(--line); padding: .4rem 0; }
   table.keys td { display: block; border: 0; padding: .15rem 0; }
   table.keys td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); }
-  .row { grid-template-columns: 1fr; }
+  .row { grid-template-columns: 1fr; padding-bottom: .6rem; border-bottom: 1px dashed var(--line); }
 }
 `
 

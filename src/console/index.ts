@@ -117,9 +117,11 @@ export function consoleModule(deps: Deps) {
     }, status)
   }
 
+  const environmentsOf = (accountId: string) => db.select({ id: environments.id, name: environments.name }).from(environments)
+    .where(eq(environments.account_id, accountId)).orderBy(environments.name)
+
   async function activatePage(c: Reply, viewer: Viewer, input: { userCode: string; name: string; channels: ChannelRowInput[]; errors?: FieldError[]; error?: string }, status = 200) {
-    const places = await db.select({ id: environments.id, name: environments.name }).from(environments)
-      .where(eq(environments.account_id, viewer.session.accountId)).orderBy(environments.name)
+    const places = await environmentsOf(viewer.session.accountId)
     const channels = [...input.channels, ...Array.from({ length: CHANNEL_ROWS }, () => ({ key: '', metric: '', environment_id: '' }))].slice(0, Math.max(CHANNEL_ROWS, input.channels.length))
     return respond(c, {
       title: 'Activate a device', nav: nav(viewer, 'activate'),
@@ -238,6 +240,7 @@ export function consoleModule(deps: Deps) {
       // Quarter-hour averages of the last day: at most 96 points per channel, however often the device reports.
       const buckets = await deps.readings.buckets({ accountId: viewer.session.accountId, deviceId: row.id, from: now - 24 * 3600 * 1000, to: now + 5 * 60 * 1000 }, 15 * 60 * 1000, ['avg'], 2000)
       const points = buckets.map((b) => ({ ts: b.ts, channel: b.channel, metric: b.metric, value: b.avg! }))
-      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody(presentDevice(row), readingsChart(points)) })
+      const places = new Map((await environmentsOf(viewer.session.accountId)).map((e) => [e.id, e.name]))
+      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody(presentDevice(row), places, readingsChart(points)) })
     }), { params: t.Object({ id: t.String() }), detail: { hide: true } })
 }

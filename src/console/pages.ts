@@ -121,15 +121,15 @@ export function readingsChart(rows: readonly ChartPoint[]): Html {
   return html`<svg class="chart" viewBox="0 0 ${w} ${h}" role="img" aria-label="Readings of the last 24 hours">
 <line x1="${pad}" y1="${h - pad}" x2="${w - pad}" y2="${h - pad}" stroke="#d5dbd7"/>${lines.map((l) => l.svg)}
 <text x="${pad}" y="${h - 6}" font-size="11" fill="#5b6660">${when(new Date(t0))}</text><text x="${w - pad}" y="${h - 6}" font-size="11" fill="#5b6660" text-anchor="end">${when(new Date(t1))}</text></svg>
-<table><thead><tr><th>Channel</th><th>Metric</th><th>Latest (15-min avg)</th><th>Range (24 h)</th></tr></thead><tbody>
-${lines.map((l) => html`<tr><td><svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" fill="${l.color}"/></svg> ${l.channel}</td><td>${l.metric ?? html`<span class="muted">unmapped</span>`}</td><td>${round(l.last)}</td><td>${round(l.lo)} – ${round(l.hi)}</td></tr>`)}</tbody></table>`
+<div class="scroll"><table><thead><tr><th>Channel</th><th>Metric</th><th>Latest (15-min avg)</th><th>Range (24 h)</th></tr></thead><tbody>
+${lines.map((l) => html`<tr><td><svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" fill="${l.color}"/></svg> ${l.channel}</td><td>${l.metric ?? html`<span class="muted">unmapped</span>`}</td><td>${round(l.last)}</td><td>${round(l.lo)} – ${round(l.hi)}</td></tr>`)}</tbody></table></div>`
 }
 
-export function deviceBody(device: PresentedDevice, chart: Html): Html {
+export function deviceBody(device: PresentedDevice, places: Map<string, string>, chart: Html): Html {
   return html`<section><dl class="facts"><div><dt>Model</dt><dd>${device.model ?? '—'}</dd></div><div><dt>Hardware id</dt><dd>${device.hardware_id ?? '—'}</dd></div>
 <div><dt>Last seen</dt><dd>${when(device.last_seen_at)}</dd></div><div><dt>Unmapped channels</dt><dd>${tags(device.unmapped_channels)}</dd></div></dl></section>
-<section><h2>Channels</h2>${device.channels.length ? html`<table><thead><tr><th>Channel</th><th>Metric</th><th>Unit</th><th>Environment</th></tr></thead><tbody>
-${device.channels.map((c) => html`<tr><td>${c.key}</td><td>${c.metric ?? '—'}</td><td>${c.unit ?? '—'}</td><td>${c.environment_id ?? '—'}</td></tr>`)}</tbody></table>` : html`<p class="muted">None mapped.</p>`}</section>
+<section><h2>Channels</h2>${device.channels.length ? html`<div class="scroll"><table><thead><tr><th>Channel</th><th>Metric</th><th>Unit</th><th>Environment</th></tr></thead><tbody>
+${device.channels.map((c) => html`<tr><td>${c.key}</td><td>${c.metric ?? '—'}</td><td>${c.unit ?? '—'}</td><td>${c.environment_id ? places.get(c.environment_id) ?? c.environment_id : '—'}</td></tr>`)}</tbody></table></div>` : html`<p class="muted">None mapped.</p>`}</section>
 <section><h2>Latest readings</h2>${chart}</section>`
 }
 
