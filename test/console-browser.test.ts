@@ -92,6 +92,7 @@ describe.skipIf(!available)('in a browser', () => {
     const poll = async () => (await fetch(`${env.baseUrl}/api/v1/sensors/claim/status?claim_id=${claim.claim_id}`)).json()
     expect((await poll()).status).toBe('pending')
 
+    // A person either types the code at verification_uri or follows verification_uri_complete (e.g. a QR code) and confirms it.
     await page.goto(claim.verification_uri)
     await page.fill('#user_code', claim.user_code)
     await page.fill('#name', 'Ball python rack')

@@ -239,7 +239,7 @@ describe('device activation', () => {
     const claim = await (await env.request('POST', '/api/v1/sensors/claim/start', { body: { model: 'TH-2', hardware_id: 'aa:bb' } })).json()
     expect(claim.verification_uri).toBe(`${env.baseUrl}/console/activate`)
     const { cookie, csrf } = await signIn(token)
-    const form = await (await get(`/console/activate?user_code=${claim.user_code}`, cookie)).text()
+    const form = await (await get(new URL(claim.verification_uri_complete).pathname + new URL(claim.verification_uri_complete).search, cookie)).text()
     expect(form).toContain(`value="${claim.user_code}"`)
     expect(form).toContain(`<option value="${rack}">Rack A</option>`)
     const res = await post('/console/activate', {

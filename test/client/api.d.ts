@@ -893,6 +893,11 @@ export interface components {
              * @description The web console page where the owner enters the code and approves the device (or sends the code as `claim_code` of POST /sensors/devices), absolute as RFC 8628 asks.
              */
             verification_uri: string;
+            /**
+             * Format: uri
+             * @description verification_uri with the code filled in (RFC 8628 §3.3.1), e.g. for a QR code; the owner still confirms before the device is paired.
+             */
+            verification_uri_complete: string;
             /** @description Seconds until the claim expires. */
             expires_in: number;
             /** @description Seconds to wait between polls; polling sooner answers slow_down. */
