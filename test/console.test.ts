@@ -295,3 +295,12 @@ test('console pages pass the API pipeline by: no API headers or problem document
     expect(await res.text()).not.toMatch(/(src|href)="(https?:)?\/\//)
   }
 })
+
+test('a JSON body with non-text fields is refused like a form without its token, not a server error', async () => {
+  const { token, accountId } = await consoleAccount()
+  const { cookie } = await signIn(token)
+  const before = (await listKeys(env.deps.database.db, accountId)).length
+  const res = await fetch(`${env.baseUrl}/console/keys`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ csrf: 12, name: ['x'], 'scope:animals:read': true }) })
+  expect(res.status).toBe(403)
+  expect((await listKeys(env.deps.database.db, accountId)).length).toBe(before)
+})

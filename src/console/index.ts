@@ -34,6 +34,9 @@ const SIGN_IN_FORM_TTL_MS = 30 * 60 * 1000
 const CSP = "default-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'"
 
 type Form = Record<string, string | undefined>
+/** The posted fields that are text: a form sends nothing else, and anything else is ignored rather than trusted. */
+const formOf = (body: unknown): Form =>
+  Object.fromEntries(Object.entries(body !== null && typeof body === 'object' ? body : {}).filter(([, value]) => typeof value === 'string'))
 type Reply = { set: { status?: number | string; headers: Record<string, any> } }
 /** What the console's handlers use of Elysia's context. */
 type Ctx = Reply & { request: Request; body?: unknown; query: Record<string, string | undefined>; params: Record<string, string> }
@@ -86,7 +89,7 @@ export function consoleModule(deps: Deps) {
   /** A form that does not carry this session's token changes nothing. */
   const withCsrf = (handle: (c: Ctx, viewer: Viewer, form: Form) => Promise<string> | string) =>
     signedIn((c, viewer) => {
-      const form = (c.body ?? {}) as Form
+      const form = formOf(c.body)
       if (!sameToken(form.csrf, viewer.session.csrf)) {
         return respond(c, { title: 'Form expired', nav: nav(viewer, 'keys'), body: errorBody('This form did not come from your current session (it may be from before you signed in again). Nothing was changed; reload the page and try again.') }, 403)
       }
@@ -142,7 +145,7 @@ export function consoleModule(deps: Deps) {
     }, { query: t.Object({ next: t.Optional(t.String()) }), detail: { hide: true } })
 
     .post(`${CONSOLE_PATH}/sign-in`, async (c) => {
-      const form = (c.body ?? {}) as Form
+      const form = formOf(c.body)
       const csrf = cookieOf(c.request, SIGN_IN_COOKIE)
       const again = (status: number, error: string) => {
         const fresh = csrf ?? randomToken()
