@@ -3,6 +3,7 @@ import { Elysia, t, type AnyElysia } from 'elysia'
 import type { Deps } from './deps.ts'
 import { ApiError, problemResponse, type FieldError } from './http/errors.ts'
 import './http/formats.ts'
+import { docsPage } from './http/docs-page.ts'
 import { buildOpenApiDocument } from './http/openapi-document.ts'
 import { parseJsonBody, unstorableFields } from './http/json-body.ts'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
@@ -15,6 +16,7 @@ import { metricsModule } from './modules/platform/metrics.ts'
 import { RouteTable } from './http/route-table.ts'
 import { readingsRoutes } from '../ingest/query.ts'
 import { ingestRoutes } from '../ingest/routes.ts'
+import { consoleModule } from './console/index.ts'
 import { accountModule } from './modules/account/index.ts'
 import { activitiesModule } from './modules/activities/index.ts'
 import { alertsModule } from './modules/alerts/index.ts'
@@ -26,12 +28,6 @@ import { sensorsModule } from './modules/sensors/index.ts'
 import { READ_ONLY_AREAS } from './records/all-areas.ts'
 import { readOnlyRoutes } from './records/areas.ts'
 import { testingModule } from './modules/testing/index.ts'
-
-const DOCS_PAGE = `<!doctype html>
-<html><head><meta charset="utf-8"><title>Animal-Husbandry Records Service API v1</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"></head>
-<body><script id="api-reference" data-url="${API_PREFIX}/openapi.json"></script>
-<script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference"></script></body></html>`
 
 /** What a 503 for an unreachable database asks the client to wait: about how long a restart or failover takes. */
 const DATABASE_RETRY_AFTER_SECONDS = 5
@@ -137,13 +133,8 @@ export function createApp(deps: Deps) {
       response: { 200: t.Record(t.String(), t.Unknown(), { description: 'OpenAPI 3.1 document.' }) },
       detail: op({ summary: 'This OpenAPI 3.1 document', tags: ['Platform'], auth: 'public' }),
     })
-    .get(`${API_PREFIX}/docs`, ({ set }) => {
-      set.headers['content-type'] = 'text/html; charset=utf-8'
-      return DOCS_PAGE
-    }, {
-      response: { 200: t.String({ description: 'HTML page rendering this document.' }) },
-      detail: op({ summary: 'Browsable API reference', tags: ['Platform'], auth: 'public' }),
-    })
+    .use(docsPage())
+    .use(consoleModule(deps))
 
   if (deps.config.testRoutes) app.use(testingModule())
 

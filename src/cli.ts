@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { createAccount, getAccount, isPlan, listAccounts, updateAccount } from './accounts.ts'
-import { createKey, findKeyById, listKeys, maskedToken, revokeKey } from './auth/keys.ts'
+import { createKey, findKeyById, listKeys, maskedToken, revokeKeyEverywhere } from './auth/keys.ts'
 import { parseScopes } from './auth/scopes.ts'
 import { loadConfig } from './config.ts'
 import { createDeps, type Deps } from './deps.ts'
@@ -98,9 +98,8 @@ async function run(deps: Deps, argv: string[]): Promise<void> {
       return
     case 'keys revoke': {
       const id = need(rest[0], 'KEY_ID')
-      const key = await revokeKey(db, id)
+      const key = await revokeKeyEverywhere(db, deps.authenticator, id)
       if (!key) throw new UsageError((await findKeyById(db, id)) ? 'key already revoked' : 'no such key')
-      await deps.authenticator.invalidateKey(key.tokenHash)
       console.log(`key ${key.id} revoked`)
       return
     }

@@ -3,6 +3,7 @@ import type { Db } from '../../db/client.ts'
 import { apiKeys } from '../../db/schema/index.ts'
 import { newId } from '../ids.ts'
 import { generateToken, hashToken, TOKEN_PREFIX, type TokenKind } from '../tokens.ts'
+import type { Authenticator } from './authenticator.ts'
 import type { Scope } from './scopes.ts'
 
 export type KeyRow = typeof apiKeys.$inferSelect
@@ -44,6 +45,13 @@ export async function revokeKey(db: Db, id: string): Promise<KeyRow | undefined>
   const [row] = await db.update(apiKeys).set({ revokedAt: new Date() })
     .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt))).returning()
   return row
+}
+
+/** Revokes a key and makes every server process refuse it at once; undefined if no live key has this id. */
+export async function revokeKeyEverywhere(db: Db, authenticator: Pick<Authenticator, 'invalidateKey'>, id: string): Promise<KeyRow | undefined> {
+  const key = await revokeKey(db, id)
+  if (key) await authenticator.invalidateKey(key.tokenHash)
+  return key
 }
 
 /** How a key is shown after creation: never its value, only prefix and last four characters. */

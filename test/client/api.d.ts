@@ -1154,9 +1154,14 @@ export interface components {
             user_code: string;
             /**
              * Format: uri
-             * @description Where the owner enters the code (as `claim_code` of POST /sensors/devices), absolute as RFC 8628 asks.
+             * @description The web console page where the owner enters the code and approves the device (or sends the code as `claim_code` of POST /sensors/devices), absolute as RFC 8628 asks.
              */
             verification_uri: string;
+            /**
+             * Format: uri
+             * @description verification_uri with the code filled in (RFC 8628 §3.3.1), e.g. for a QR code; the owner still confirms before the device is paired.
+             */
+            verification_uri_complete: string;
             /** @description Seconds until the claim expires. */
             expires_in: number;
             /** @description Seconds to wait between polls; polling sooner answers slow_down. */
@@ -3858,7 +3863,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description HTML page rendering this document. */
+            /** @description HTML page rendering this document (Swagger UI, served by this service; nothing loads from elsewhere). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -33,9 +33,14 @@ describe('OpenAPI document', () => {
 
   test('lists exactly the routes the server serves', async () => {
     const documented = operations().map((o) => `${o.method} ${o.path}`).sort()
-    const served = env.app.routes
-      .map((r: { method: string; path: string }) => `${r.method} ${r.path.replace(/:([^/]+)/g, '{$1}')}`).sort()
+    const routes = env.app.routes as { method: string; path: string; hooks?: { detail?: { hide?: boolean } } }[]
+    const served = routes.filter((r) => !r.hooks?.detail?.hide)
+      .map((r) => `${r.method} ${r.path.replace(/:([^/]+)/g, '{$1}')}`).sort()
     expect(documented).toEqual(served)
+    // Left out on purpose, and only these: the web console (outside /api/v1) and the docs page's own files.
+    const hidden = routes.filter((r) => r.hooks?.detail?.hide).map((r) => r.path)
+    expect(hidden.length).toBeGreaterThan(0)
+    expect(hidden.filter((path) => !path.startsWith('/console') && path !== '/api/v1/docs/assets/:file')).toEqual([])
     // And every documented operation is answered by a route, not by the 404/405 fallback.
     const { token } = await env.account({ scopes: [...ALL_SCOPES] })
     for (const { method, path } of operations()) {
@@ -77,7 +82,15 @@ describe('OpenAPI document', () => {
     const res = await env.request('GET', '/api/v1/docs')
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toContain('text/html')
-    expect(await res.text()).toContain('/api/v1/openapi.json')
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'self'")
+    const page = await res.text()
+    // Everything it loads is served here: no absolute URL at all, so it renders without internet.
+    expect(page).not.toMatch(/(https?:)?\/\/[a-z]/i)
+    const loads = [...page.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!)
+    expect(loads.length).toBe(4)
+    for (const path of loads) expect({ path, status: (await env.request('GET', path)).status }).toEqual({ path, status: 200 })
+    expect(await (await env.request('GET', '/api/v1/docs/assets/init.js')).text()).toContain('"/api/v1/openapi.json"')
+    await problem(await env.request('GET', '/api/v1/docs/assets/package.json'), 404, 'not_found')
   })
 })
 

@@ -129,7 +129,7 @@ describe('headless pairing', () => {
   test('start → pending → slow_down → claimed with the key once → claimed without it', async () => {
     const key = await env.account({ scopes: SCOPES })
     const claim = await startClaim({ model: 'TH-1', hardware_id: 'AA:BB:CC' })
-    expect(claim).toMatchObject({ verification_uri: `${env.baseUrl}/api/v1/sensors/devices`, expires_in: 600, interval: 5 })
+    expect(claim).toMatchObject({ verification_uri: `${env.baseUrl}/console/activate`, verification_uri_complete: `${env.baseUrl}/console/activate?user_code=${claim.user_code}`, expires_in: 600, interval: 5 })
     expect(claim.claim_id).toMatch(/^clm_/)
     expect(await poll(claim.claim_id)).toEqual({ status: 'pending' })
     expect(await poll(claim.claim_id)).toEqual({ status: 'slow_down' })

@@ -46,7 +46,7 @@ const CreatedDevice = t.Composite([Device, t.Object({
   key: nullable(t.String({ description: 'The device key, shown this once. Null when pairing with `claim_code`: the key then goes to the device through its poll.' })),
 })], { $id: '#/components/schemas/CreatedDevice' })
 
-const DeviceCreate = t.Object({
+export const DeviceCreate = t.Object({
   name: t.Optional(Name),
   model: t.Optional(nullable(Model)),
   hardware_id: t.Optional(nullable(HardwareId)),
@@ -69,7 +69,8 @@ const ClaimStart = t.Object({
 const ClaimStarted = t.Object({
   claim_id: IdOf('claim', 'Poll GET /sensors/claim/status with it.'),
   user_code: t.String({ pattern: '^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$', examples: ['BCDF-GHJK'], description: 'Show this to the owner; consonants only, no ambiguous characters.' }),
-  verification_uri: t.String({ format: 'uri', description: 'Where the owner enters the code (as `claim_code` of POST /sensors/devices), absolute as RFC 8628 asks.' }),
+  verification_uri: t.String({ format: 'uri', description: 'The web console page where the owner enters the code and approves the device (or sends the code as `claim_code` of POST /sensors/devices), absolute as RFC 8628 asks.' }),
+  verification_uri_complete: t.String({ format: 'uri', description: 'verification_uri with the code filled in (RFC 8628 §3.3.1), e.g. for a QR code; the owner still confirms before the device is paired.' }),
   expires_in: t.Integer({ description: 'Seconds until the claim expires.' }),
   interval: t.Integer({ description: 'Seconds to wait between polls; polling sooner answers slow_down.' }),
 }, { $id: '#/components/schemas/ClaimStarted' })
@@ -146,7 +147,10 @@ export function sensorsModule(deps: Deps) {
       }
       const claim = await startClaim(deps, body ?? {})
       set.status = 201
-      return { claim_id: claim.id, user_code: claim.user_code, verification_uri: new URL(VERIFICATION_PATH, request.url).href, expires_in: CLAIM_TTL_SECONDS, interval: POLL_INTERVAL_SECONDS }
+      const verification = new URL(VERIFICATION_PATH, request.url)
+      const complete = new URL(verification)
+      complete.searchParams.set('user_code', claim.user_code)
+      return { claim_id: claim.id, user_code: claim.user_code, verification_uri: verification.href, verification_uri_complete: complete.href, expires_in: CLAIM_TTL_SECONDS, interval: POLL_INTERVAL_SECONDS }
     }, {
       body: t.Optional(ClaimStart),
       response: { 201: ClaimStarted },

@@ -15,7 +15,8 @@ export const POLL_INTERVAL_SECONDS = 5
 /** Wrong codes an account may enter per window before it is made to wait: guessing stays hopeless. */
 export const CLAIM_ATTEMPTS_PER_WINDOW = 10
 export const CLAIM_ATTEMPT_WINDOW_MS = 15 * 60 * 1000
-export const VERIFICATION_PATH = '/api/v1/sensors/devices'
+/** The console page where the owner enters (or confirms) the code; see src/console. */
+export const VERIFICATION_PATH = '/console/activate'
 
 export type ClaimStatus = 'pending' | 'slow_down' | 'claimed' | 'expired'
 

@@ -1,0 +1,249 @@
+// The web console at /console: a person signs in with a personal key holding `keys:write`, manages the account's
+// keys (the reference's "profile page, API tab") and finishes device pairings at the pairing verification_uri
+// (RFC 8628 §3.3). Server-rendered HTML with one stylesheet and one small script of its own; no CDN.
+// It sits outside /api/v1, so the API pipeline passes it by and the OpenAPI document leaves it out (hide).
+// Every change goes through the services the API uses (keys.ts, the sensors service), never a copy of them.
+import { Value } from '@sinclair/typebox/value'
+import { and, count, eq, isNull } from 'drizzle-orm'
+import { Elysia, t } from 'elysia'
+import { animals, environments, sensorDevices } from '../../db/schema/index.ts'
+import { getAccount } from '../accounts.ts'
+import { createKey, findKeyById, listKeys, revokeKeyEverywhere, type KeyRow } from '../auth/keys.ts'
+import { isScope, type Scope } from '../auth/scopes.ts'
+import type { Deps } from '../deps.ts'
+import { ApiError, type FieldError } from '../http/errors.ts'
+import { isId } from '../ids.ts'
+import { planHasAccess, rateLimitFor } from '../plans.ts'
+import { DeviceCreate } from '../modules/sensors/index.ts'
+import { createDevice, getDevice, listDevices, presentDevice } from '../modules/sensors/service.ts'
+import { ASSET_PATH, CONSOLE_CSS, CONSOLE_JS, CONSOLE_PATH, Html, html, notice, page, type Frame } from './html.ts'
+import { activateBody, devicesBody, deviceBody, errorBody, keysBody, pairedBody, readingsChart, signInBody, type ChannelRowInput } from './pages.ts'
+import {
+  SESSION_COOKIE, SESSION_TTL_MS, SIGN_IN_COOKIE, clearCookie, cookieOf, createSession, endSession, randomToken,
+  readSession, sameToken, setCookie, type Session,
+} from './session.ts'
+
+/** Who is looking: a live session whose key is still live and still holds keys:write. */
+interface Viewer { sessionId: string; session: Session; key: KeyRow; accountName: string }
+
+const KEYS_SCOPE: Scope = 'keys:write'
+const PAIR_SCOPE: Scope = 'sensors:write'
+const CHANNEL_ROWS = 4
+const SIGN_IN_FORM_TTL_MS = 30 * 60 * 1000
+/** Pages may load only what the console serves itself; inline SVG needs nothing more. */
+const CSP = "default-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'"
+
+type Form = Record<string, string | undefined>
+/** The posted fields that are text: a form sends nothing else, and anything else is ignored rather than trusted. */
+const formOf = (body: unknown): Form =>
+  Object.fromEntries(Object.entries(body !== null && typeof body === 'object' ? body : {}).filter(([, value]) => typeof value === 'string'))
+type Reply = { set: { status?: number | string; headers: Record<string, any> } }
+/** What the console's handlers use of Elysia's context. */
+type Ctx = Reply & { request: Request; body?: unknown; query: Record<string, string | undefined>; params: Record<string, string> }
+
+function respond({ set }: Reply, frame: Frame, status = 200): string {
+  set.status = status
+  set.headers['content-type'] = 'text/html; charset=utf-8'
+  set.headers['cache-control'] = 'no-store'
+  set.headers['content-security-policy'] = CSP
+  set.headers['referrer-policy'] = 'same-origin'
+  return page(frame)
+}
+
+function redirect({ set }: Reply, location: string, cookie?: string): string {
+  set.status = 303
+  set.headers.location = location
+  if (cookie) set.headers['set-cookie'] = cookie
+  return ''
+}
+
+/** Only console paths: `next` must never send a person elsewhere after signing in. */
+const safeNext = (next: string | undefined) => (next && /^\/console(\/[A-Za-z0-9_\-/]*)?(\?[A-Za-z0-9_\-=&%.]*)?$/.test(next) ? next : `${CONSOLE_PATH}/keys`)
+
+const pathAndQuery = (request: Request) => { const url = new URL(request.url); return url.pathname + url.search }
+
+export function consoleModule(deps: Deps) {
+  const db = deps.database.db
+
+  async function viewerOf(request: Request): Promise<Viewer | undefined> {
+    const sessionId = cookieOf(request, SESSION_COOKIE)
+    const session = await readSession(deps.shared, sessionId)
+    if (!session) return undefined
+    const key = await findKeyById(db, session.keyId)
+    const live = key && key.accountId === session.accountId && !key.revokedAt && (!key.expiresAt || key.expiresAt.getTime() > Date.now())
+    if (!live || !key.scopes.includes(KEYS_SCOPE)) return undefined
+    const account = await getAccount(db, session.accountId)
+    return account ? { sessionId: sessionId!, session, key, accountName: account.name } : undefined
+  }
+
+  /** Runs `handle` for a signed-in person; anyone else is sent to sign in and comes back here afterwards. */
+  const signedIn = (handle: (c: Ctx, viewer: Viewer) => Promise<string> | string) => async (c: Ctx) => {
+    const viewer = await viewerOf(c.request)
+    if (!viewer) {
+      const back = c.request.method === 'GET' ? pathAndQuery(c.request) : `${CONSOLE_PATH}/keys`
+      return redirect(c, `${CONSOLE_PATH}/sign-in?next=${encodeURIComponent(back)}`, clearCookie(c.request, SESSION_COOKIE))
+    }
+    return handle(c, viewer)
+  }
+
+  /** A form that does not carry this session's token changes nothing. */
+  const withCsrf = (handle: (c: Ctx, viewer: Viewer, form: Form) => Promise<string> | string) =>
+    signedIn((c, viewer) => {
+      const form = formOf(c.body)
+      if (!sameToken(form.csrf, viewer.session.csrf)) {
+        return respond(c, { title: 'Form expired', nav: nav(viewer, 'keys'), body: errorBody('This form did not come from your current session (it may be from before you signed in again). Nothing was changed; reload the page and try again.') }, 403)
+      }
+      return handle(c, viewer, form)
+    })
+
+  const nav = (viewer: Viewer, active: 'keys' | 'devices' | 'activate') => ({ active, accountName: viewer.accountName, csrf: viewer.session.csrf })
+
+  async function keysPage(c: Reply, viewer: Viewer, extra: { created?: { key: KeyRow; token: string }; message?: Html; form?: { name?: string; scopes?: readonly string[]; expiresOn?: string } } = {}, status = 200) {
+    const accountId = viewer.session.accountId
+    const [account, keys, [animalCount], [deviceCount]] = await Promise.all([
+      getAccount(db, accountId),
+      listKeys(db, accountId),
+      db.select({ n: count() }).from(animals).where(and(eq(animals.account_id, accountId), isNull(animals.deleted_at))),
+      db.select({ n: count() }).from(sensorDevices).where(and(eq(sensorDevices.account_id, accountId), isNull(sensorDevices.deleted_at))),
+    ])
+    const personal = keys.filter((k) => k.kind === 'personal')
+    const now = Date.now()
+    const facts = {
+      account: account!, apiAccess: planHasAccess(account!.plan, account!.liveTestAllowlisted, deps.platform.current()),
+      personalLimit: rateLimitFor(deps.config, account!.plan, 'personal'), deviceLimit: rateLimitFor(deps.config, account!.plan, 'device'),
+      windowSeconds: deps.config.rateLimitWindowSeconds,
+      usage: { activeKeys: personal.filter((k) => !k.revokedAt && (!k.expiresAt || k.expiresAt.getTime() > now)).length, devices: deviceCount?.n ?? 0, animals: animalCount?.n ?? 0 },
+    }
+    return respond(c, {
+      title: 'API keys', nav: nav(viewer, 'keys'),
+      body: keysBody({ csrf: viewer.session.csrf, keys: personal, held: viewer.key.scopes, facts, signedInKeyId: viewer.key.id, ...extra }),
+    }, status)
+  }
+
+  const environmentsOf = (accountId: string) => db.select({ id: environments.id, name: environments.name }).from(environments)
+    .where(eq(environments.account_id, accountId)).orderBy(environments.name)
+
+  async function activatePage(c: Reply, viewer: Viewer, input: { userCode: string; name: string; channels: ChannelRowInput[]; errors?: FieldError[]; error?: string }, status = 200) {
+    const places = await environmentsOf(viewer.session.accountId)
+    const channels = [...input.channels, ...Array.from({ length: CHANNEL_ROWS }, () => ({ key: '', metric: '', environment_id: '' }))].slice(0, Math.max(CHANNEL_ROWS, input.channels.length))
+    return respond(c, {
+      title: 'Activate a device', nav: nav(viewer, 'activate'),
+      body: activateBody({ csrf: viewer.session.csrf, ...input, channels, environments: places, canPair: viewer.key.scopes.includes(PAIR_SCOPE) }),
+    }, status)
+  }
+
+  return new Elysia({ name: 'console' })
+    .get(`${ASSET_PATH}/console.css`, ({ set }) => { set.headers['content-type'] = 'text/css; charset=utf-8'; return CONSOLE_CSS }, { detail: { hide: true } })
+    .get(`${ASSET_PATH}/console.js`, ({ set }) => { set.headers['content-type'] = 'text/javascript; charset=utf-8'; return CONSOLE_JS }, { detail: { hide: true } })
+    .get(CONSOLE_PATH, (c) => redirect(c, `${CONSOLE_PATH}/keys`), { detail: { hide: true } })
+
+    .get(`${CONSOLE_PATH}/sign-in`, async (c) => {
+      if (await viewerOf(c.request)) return redirect(c, safeNext(c.query.next))
+      const csrf = cookieOf(c.request, SIGN_IN_COOKIE) ?? randomToken()
+      c.set.headers['set-cookie'] = setCookie(c.request, SIGN_IN_COOKIE, csrf, SIGN_IN_FORM_TTL_MS)
+      return respond(c, { title: 'Sign in', body: signInBody({ csrf, next: safeNext(c.query.next) }) })
+    }, { query: t.Object({ next: t.Optional(t.String()) }), detail: { hide: true } })
+
+    .post(`${CONSOLE_PATH}/sign-in`, async (c) => {
+      const form = formOf(c.body)
+      const csrf = cookieOf(c.request, SIGN_IN_COOKIE)
+      const again = (status: number, error: string) => {
+        const fresh = csrf ?? randomToken()
+        c.set.headers['set-cookie'] = setCookie(c.request, SIGN_IN_COOKIE, fresh, SIGN_IN_FORM_TTL_MS)
+        return respond(c, { title: 'Sign in', body: signInBody({ csrf: fresh, next: safeNext(form.next), error }) }, status)
+      }
+      if (!sameToken(form.csrf, csrf)) return again(403, 'The sign-in form expired or did not come from this console. Nothing was done; try again.')
+      const principal = form.token ? await deps.authenticator.verify(form.token.trim()) : undefined
+      if (!principal || principal.kind !== 'personal') return again(401, 'That key is unknown, revoked or expired (or is a device key).')
+      if (!principal.scopes.includes(KEYS_SCOPE)) return again(403, `That key lacks the ${KEYS_SCOPE} scope, which the console needs.`)
+      const { id } = await createSession(deps.shared, { accountId: principal.accountId, keyId: principal.keyId })
+      return redirect(c, safeNext(form.next), setCookie(c.request, SESSION_COOKIE, id, SESSION_TTL_MS))
+    }, { detail: { hide: true } })
+
+    .post(`${CONSOLE_PATH}/sign-out`, withCsrf(async (c, viewer) => {
+      await endSession(deps.shared, viewer.sessionId)
+      return redirect(c, `${CONSOLE_PATH}/sign-in`, clearCookie(c.request, SESSION_COOKIE))
+    }), { detail: { hide: true } })
+
+    .get(`${CONSOLE_PATH}/keys`, signedIn(async (c, viewer) => {
+      const revoked = c.query.revoked
+      return keysPage(c, viewer, revoked ? { message: notice('ok', html`Key <code>${revoked}</code> revoked; every server refuses it now.`) } : {})
+    }), { query: t.Object({ revoked: t.Optional(t.String()) }), detail: { hide: true } })
+
+    .post(`${CONSOLE_PATH}/keys`, withCsrf(async (c, viewer, form) => {
+      const name = (form.name ?? '').trim()
+      const scopes = Object.keys(form).filter((field) => field.startsWith('scope:') && form[field]).map((field) => field.slice('scope:'.length))
+      const expiresOn = form.expires_on ?? ''
+      const again = (status: number, message: string) => keysPage(c, viewer, { message: notice('error', message), form: { name, scopes, expiresOn } }, status)
+      if (!name || name.length > 100) return again(422, 'Give the key a name (at most 100 characters).')
+      if (!scopes.length) return again(422, 'Tick at least one scope.')
+      const unknown = scopes.filter((s) => !isScope(s))
+      if (unknown.length) return again(422, `Unknown scope: ${unknown.join(', ')}.`)
+      // A key can never hand out more than it holds, whatever the form sent.
+      const beyond = scopes.filter((s) => !viewer.key.scopes.includes(s))
+      if (beyond.length) return again(403, `Your key does not hold ${beyond.join(', ')}, so it cannot grant it.`)
+      let expiresAt: Date | null = null
+      if (expiresOn) {
+        expiresAt = /^\d{4}-\d{2}-\d{2}$/.test(expiresOn) ? new Date(`${expiresOn}T23:59:59.999Z`) : new Date(NaN)
+        if (Number.isNaN(expiresAt.getTime()) || expiresAt.getTime() <= Date.now()) return again(422, 'The expiry date must be a date from today on.')
+      }
+      const created = await createKey(db, { accountId: viewer.session.accountId, kind: 'personal', name, scopes: scopes as Scope[], expiresAt })
+      return keysPage(c, viewer, { created }, 201)
+    }), { detail: { hide: true } })
+
+    .post(`${CONSOLE_PATH}/keys/:id/revoke`, withCsrf(async (c, viewer) => {
+      const id = c.params.id ?? ''
+      const key = isId('key', id) ? await findKeyById(db, id) : undefined
+      // Another account's key is as absent as one that never existed; device keys go with their device.
+      if (!key || key.accountId !== viewer.session.accountId || key.kind !== 'personal') {
+        return respond(c, { title: 'No such key', nav: nav(viewer, 'keys'), body: errorBody('This account has no such personal key.') }, 404)
+      }
+      await revokeKeyEverywhere(db, deps.authenticator, key.id)
+      return redirect(c, `${CONSOLE_PATH}/keys?revoked=${encodeURIComponent(key.id)}`)
+    }), { params: t.Object({ id: t.String() }), detail: { hide: true } })
+
+    .get(`${CONSOLE_PATH}/activate`, signedIn((c, viewer) =>
+      activatePage(c, viewer, { userCode: c.query.user_code ?? '', name: '', channels: [] })), { query: t.Object({ user_code: t.Optional(t.String()) }), detail: { hide: true } })
+
+    .post(`${CONSOLE_PATH}/activate`, withCsrf(async (c, viewer, form) => {
+      const userCode = (form.user_code ?? '').trim()
+      const name = (form.name ?? '').trim()
+      const rows: ChannelRowInput[] = []
+      for (let i = 0; form[`channel.${i}.key`] !== undefined; i++) {
+        rows.push({ key: (form[`channel.${i}.key`] ?? '').trim(), metric: form[`channel.${i}.metric`] ?? '', environment_id: form[`channel.${i}.environment_id`] ?? '' })
+      }
+      const again = (status: number, problem: { errors?: FieldError[]; error?: string }) => activatePage(c, viewer, { userCode, name, channels: rows, ...problem }, status)
+      if (!viewer.key.scopes.includes(PAIR_SCOPE)) return again(403, { error: `Your key lacks the ${PAIR_SCOPE} scope, which pairing a device needs.` })
+      const input = {
+        claim_code: userCode, ...(name ? { name } : {}),
+        channels: rows.filter((r) => r.key).map((r) => ({ key: r.key, metric: r.metric || null, environment_id: r.environment_id || null })),
+      }
+      // The API's own request schema checks the form, so both ways in accept the same devices.
+      const schemaErrors = [...Value.Errors(DeviceCreate, input)].map((e) => ({ path: `/body${e.path}`, message: e.message }))
+      if (schemaErrors.length) return again(422, { errors: schemaErrors })
+      try {
+        const { row } = await createDevice(deps, viewer.session.accountId, input)
+        return respond(c, { title: 'Device paired', nav: nav(viewer, 'activate'), body: pairedBody(row) })
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.status >= 500) throw error
+        return again(error.status, error.extra.errors?.length ? { errors: error.extra.errors } : { error: error.detail })
+      }
+    }), { detail: { hide: true } })
+
+    .get(`${CONSOLE_PATH}/devices`, signedIn(async (c, viewer) => {
+      const page = await listDevices(deps, viewer.session.accountId, { limit: 200 })
+      return respond(c, { title: 'Devices', nav: nav(viewer, 'devices'), body: devicesBody(page.data) })
+    }), { detail: { hide: true } })
+
+    .get(`${CONSOLE_PATH}/devices/:id`, signedIn(async (c, viewer) => {
+      const id = c.params.id ?? ''
+      const row = isId('device', id) ? await getDevice(db, viewer.session.accountId, id) : undefined
+      if (!row) return respond(c, { title: 'No such device', nav: nav(viewer, 'devices'), body: errorBody('This account has no such device.') }, 404)
+      const now = Date.now()
+      // Quarter-hour averages of the last day: at most 96 points per channel, however often the device reports.
+      const buckets = await deps.readings.buckets({ accountId: viewer.session.accountId, deviceId: row.id, from: now - 24 * 3600 * 1000, to: now + 5 * 60 * 1000 }, 15 * 60 * 1000, ['avg'], 2000)
+      const points = buckets.map((b) => ({ ts: b.ts, channel: b.channel, metric: b.metric, value: b.avg! }))
+      const places = new Map((await environmentsOf(viewer.session.accountId)).map((e) => [e.id, e.name]))
+      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody(presentDevice(row), places, readingsChart(points)) })
+    }), { params: t.Object({ id: t.String() }), detail: { hide: true } })
+}

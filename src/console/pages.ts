@@ -1,0 +1,136 @@
+// The console's pages, as functions of what they show. No data access here: index.ts gathers, these render.
+import { METRICS } from '../../db/reference/metrics.ts'
+import type { Account } from '../accounts.ts'
+import { maskedToken, type KeyRow } from '../auth/keys.ts'
+import type { FieldError } from '../http/errors.ts'
+import type { DeviceRow, presentDevice } from '../modules/sensors/service.ts'
+import { CONSOLE_PATH, Html, html, notice } from './html.ts'
+
+type PresentedDevice = ReturnType<typeof presentDevice>
+
+const when = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : 'never')
+const csrfField = (csrf: string) => html`<input type="hidden" name="csrf" value="${csrf}">`
+const tags = (names: readonly string[]) => names.length ? names.map((n) => html`<span class="tag">${n}</span>`) : html`<span class="muted">none</span>`
+
+export function signInBody(input: { csrf: string; next: string; error?: string }): Html {
+  return html`${input.error ? notice('error', input.error) : ''}
+<section><form method="post" action="${CONSOLE_PATH}/sign-in">${csrfField(input.csrf)}<input type="hidden" name="next" value="${input.next}">
+<p>Sign in with a personal access key that holds the <code>keys:write</code> scope (the demo key printed at the first start holds every scope).</p>
+<label for="token">Personal access key</label><input type="password" id="token" name="token" autocomplete="off" placeholder="hrs_pat_…" required>
+<p><button type="submit">Sign in</button></p></form></section>`
+}
+
+export interface AccountFacts {
+  account: Account
+  apiAccess: boolean
+  personalLimit: number
+  deviceLimit: number
+  windowSeconds: number
+  usage: { activeKeys: number; devices: number; animals: number }
+}
+
+export function keysBody(input: {
+  csrf: string; keys: KeyRow[]; held: readonly string[]; facts: AccountFacts; signedInKeyId: string
+  created?: { key: KeyRow; token: string }; message?: Html; form?: { name?: string; scopes?: readonly string[]; expiresOn?: string }
+}): Html {
+  const { facts } = input
+  const now = Date.now()
+  const state = (k: KeyRow) => (k.revokedAt ? 'revoked' : k.expiresAt && k.expiresAt.getTime() <= now ? 'expired' : 'active')
+  const ticked = new Set(input.form?.scopes ?? [])
+  return html`${input.created ? html`<section class="created">${notice('ok', html`Key <strong>${input.created.key.name}</strong> created. Copy it now: it is shown this once.`)}
+<div class="token"><code id="new-token">${input.created.token}</code><button type="button" class="secondary" data-copy="new-token">Copy</button></div></section>` : ''}
+${input.message ?? ''}
+<section><h2>Account</h2><dl class="facts">
+<div><dt>Account</dt><dd>${facts.account.name}</dd></div>
+<div><dt>Plan</dt><dd>${facts.account.plan}${facts.account.liveTestAllowlisted ? ' (live-test allowlist)' : ''}</dd></div>
+<div><dt>API access</dt><dd>${facts.apiAccess ? 'yes' : 'no: needs the Breeder plan or above'}</dd></div>
+<div><dt>Rate limit, personal keys</dt><dd>${facts.personalLimit} requests / ${facts.windowSeconds} s per key</dd></div>
+<div><dt>Rate limit, device keys</dt><dd>${facts.deviceLimit} requests / ${facts.windowSeconds} s per device</dd></div>
+<div><dt>Usage</dt><dd>${facts.usage.activeKeys} active keys · ${facts.usage.devices} devices · ${facts.usage.animals} animals</dd></div>
+</dl></section>
+<section><h2>Create a key</h2><form method="post" action="${CONSOLE_PATH}/keys">${csrfField(input.csrf)}
+<label for="name">Name</label><input type="text" id="name" name="name" maxlength="100" required placeholder="e.g. feeding app" value="${input.form?.name ?? ''}">
+<label>Scopes <span class="muted">(only those your key holds)</span></label><div class="scopes">${input.held.map((s) => html`<label><input type="checkbox" name="scope:${s}" value="on"${ticked.has(s) ? html` checked` : ''}> ${s}</label>`)}</div>
+<label for="expires_on">Expires on <span class="muted">(optional, end of that day UTC)</span></label><input type="date" id="expires_on" name="expires_on" value="${input.form?.expiresOn ?? ''}">
+<p><button type="submit">Create key</button></p></form></section>
+<section><h2>Personal keys</h2><table class="keys"><thead><tr><th>Name</th><th>Key</th><th>Scopes</th><th>Last used</th><th>Expires</th><th>State</th><th></th></tr></thead><tbody>
+${input.keys.map((k) => html`<tr data-key-id="${k.id}"><td data-label="Name">${k.name}${k.id === input.signedInKeyId ? html` <span class="tag">signed in</span>` : ''}</td><td data-label="Key"><code>${maskedToken(k)}</code></td>
+<td data-label="Scopes">${tags(k.scopes)}</td><td data-label="Last used">${when(k.lastUsedAt)}</td><td data-label="Expires">${k.expiresAt ? when(k.expiresAt) : 'never'}</td><td data-label="State">${state(k)}</td>
+<td>${state(k) === 'active' ? html`<form method="post" action="${CONSOLE_PATH}/keys/${k.id}/revoke">${csrfField(input.csrf)}<button type="submit" class="danger">Revoke</button></form>` : ''}</td></tr>`)}
+</tbody></table></section>`
+}
+
+export interface ChannelRowInput { key: string; metric: string; environment_id: string }
+
+export function activateBody(input: {
+  csrf: string; userCode: string; name: string; channels: ChannelRowInput[]; environments: { id: string; name: string }[]
+  canPair: boolean; errors?: FieldError[]; error?: string
+}): Html {
+  const select = (name: string, options: { value: string; label: string }[], chosen: string, empty: string) =>
+    html`<select name="${name}" aria-label="${name}"><option value="">${empty}</option>${options.map((o) => html`<option value="${o.value}"${o.value === chosen ? html` selected` : ''}>${o.label}</option>`)}</select>`
+  const metrics = METRICS.map((m) => ({ value: m.id, label: `${m.name} (${m.unit})` }))
+  const places = input.environments.map((e) => ({ value: e.id, label: e.name }))
+  return html`${input.error ? notice('error', input.error) : ''}${input.errors?.length ? notice('error', html`The device was not paired:<br>${input.errors.map((e) => html`${e.path.replace('/body/', '')}: ${e.message}<br>`)}`) : ''}
+${input.canPair ? '' : notice('error', html`Your key lacks the <code>sensors:write</code> scope, which pairing a device needs.`)}
+<section><form method="post" action="${CONSOLE_PATH}/activate">${csrfField(input.csrf)}
+<p>Enter the code your device shows (or confirm it, if you followed the device's link).</p>
+<label for="user_code">Device code</label><input type="text" class="code-input" id="user_code" name="user_code" required maxlength="20" autocomplete="off" placeholder="BCDF-GHJK" value="${input.userCode}">
+<label for="name">Device name <span class="muted">(optional)</span></label><input type="text" id="name" name="name" maxlength="100" placeholder="e.g. Python rack thermostat" value="${input.name}">
+<h2>Channels</h2><p class="muted">Map what the device reports (e.g. <code>t1</code>) to a metric and an enclosure. Leave rows empty to map later; readings on unmapped channels are kept.</p>
+${input.channels.map((c, i) => html`<div class="row"><input type="text" name="channel.${i}.key" aria-label="channel ${i + 1} key" placeholder="channel, e.g. t${i + 1}" maxlength="32" value="${c.key}">
+${select(`channel.${i}.metric`, metrics, c.metric, 'metric…')}${select(`channel.${i}.environment_id`, places, c.environment_id, 'environment…')}</div>`)}
+<p><button type="submit"${input.canPair ? '' : html` disabled`}>Approve device</button></p></form></section>`
+}
+
+export function pairedBody(device: DeviceRow): Html {
+  return html`${notice('ok', html`<strong>${device.name}</strong> is paired. The device receives its key on its next poll; nothing else to copy.`)}
+<p><a href="${CONSOLE_PATH}/devices/${device.id}">See the device</a> · <a href="${CONSOLE_PATH}/activate">Activate another</a></p>`
+}
+
+export function devicesBody(devices: PresentedDevice[]): Html {
+  if (!devices.length) return html`<section><p>No devices yet. <a href="${CONSOLE_PATH}/activate">Activate one</a> with the code it shows.</p></section>`
+  return html`<section><table class="keys"><thead><tr><th>Device</th><th>Model</th><th>Last seen</th><th>Channels</th><th>Unmapped channels</th></tr></thead><tbody>
+${devices.map((d) => html`<tr><td data-label="Device"><a href="${CONSOLE_PATH}/devices/${d.id}">${d.name}</a></td><td data-label="Model">${d.model ?? '—'}</td><td data-label="Last seen">${when(d.last_seen_at)}</td>
+<td data-label="Channels">${tags(d.channels.map((c) => c.metric ? `${c.key} → ${c.metric}` : c.key))}</td><td data-label="Unmapped">${tags(d.unmapped_channels)}</td></tr>`)}
+</tbody></table></section>`
+}
+
+const round = (n: number) => Math.round(n * 100) / 100
+const PALETTE = ['#2f6b4f', '#b5542d', '#2d5fb5', '#8a3fa0', '#9a7a10', '#1f8a8a']
+
+/** One line per channel over the readings' time span; each channel is scaled to its own range (units differ). */
+/** A point of a channel's series (a bucket's average). */
+export interface ChartPoint { ts: number; channel: string; metric: string | null; value: number }
+
+export function readingsChart(rows: readonly ChartPoint[]): Html {
+  if (!rows.length) return html`<p class="muted">No readings in the last 24 hours.</p>`
+  const byChannel = new Map<string, ChartPoint[]>()
+  for (const row of rows) byChannel.set(row.channel, [...(byChannel.get(row.channel) ?? []), row])
+  const [w, h, pad] = [640, 220, 24]
+  const t0 = Math.min(...rows.map((r) => r.ts))
+  const t1 = Math.max(...rows.map((r) => r.ts))
+  const x = (ts: number) => pad + ((ts - t0) / Math.max(1, t1 - t0)) * (w - 2 * pad)
+  const lines = [...byChannel].map(([channel, series], i) => {
+    const values = series.map((r) => r.value)
+    const [lo, hi] = [Math.min(...values), Math.max(...values)]
+    const y = (v: number) => h - pad - ((v - lo) / Math.max(1e-9, hi - lo)) * (h - 2 * pad)
+    const points = series.map((r) => `${x(r.ts).toFixed(1)},${(hi === lo ? h / 2 : y(r.value)).toFixed(1)}`).join(' ')
+    const color = PALETTE[i % PALETTE.length]!
+    return { channel, color, lo, hi, last: values.at(-1)!, metric: series.at(-1)!.metric, svg: html`<polyline fill="none" stroke="${color}" stroke-width="2" points="${points}"/>` }
+  })
+  return html`<svg class="chart" viewBox="0 0 ${w} ${h}" role="img" aria-label="Readings of the last 24 hours">
+<line x1="${pad}" y1="${h - pad}" x2="${w - pad}" y2="${h - pad}" stroke="#d5dbd7"/>${lines.map((l) => l.svg)}
+<text x="${pad}" y="${h - 6}" font-size="11" fill="#5b6660">${when(new Date(t0))}</text><text x="${w - pad}" y="${h - 6}" font-size="11" fill="#5b6660" text-anchor="end">${when(new Date(t1))}</text></svg>
+<div class="scroll"><table><thead><tr><th>Channel</th><th>Metric</th><th>Latest (15-min avg)</th><th>Range (24 h)</th></tr></thead><tbody>
+${lines.map((l) => html`<tr><td><svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" fill="${l.color}"/></svg> ${l.channel}</td><td>${l.metric ?? html`<span class="muted">unmapped</span>`}</td><td>${round(l.last)}</td><td>${round(l.lo)} – ${round(l.hi)}</td></tr>`)}</tbody></table></div>`
+}
+
+export function deviceBody(device: PresentedDevice, places: Map<string, string>, chart: Html): Html {
+  return html`<section><dl class="facts"><div><dt>Model</dt><dd>${device.model ?? '—'}</dd></div><div><dt>Hardware id</dt><dd>${device.hardware_id ?? '—'}</dd></div>
+<div><dt>Last seen</dt><dd>${when(device.last_seen_at)}</dd></div><div><dt>Unmapped channels</dt><dd>${tags(device.unmapped_channels)}</dd></div></dl></section>
+<section><h2>Channels</h2>${device.channels.length ? html`<div class="scroll"><table><thead><tr><th>Channel</th><th>Metric</th><th>Unit</th><th>Environment</th></tr></thead><tbody>
+${device.channels.map((c) => html`<tr><td>${c.key}</td><td>${c.metric ?? '—'}</td><td>${c.unit ?? '—'}</td><td>${c.environment_id ? places.get(c.environment_id) ?? c.environment_id : '—'}</td></tr>`)}</tbody></table></div>` : html`<p class="muted">None mapped.</p>`}</section>
+<section><h2>Latest readings</h2>${chart}</section>`
+}
+
+export const errorBody = (message: string) => html`${notice('error', message)}<p><a href="${CONSOLE_PATH}/keys">Back to the console</a></p>`

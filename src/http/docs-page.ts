@@ -1,0 +1,67 @@
+// The browsable API reference at /api/v1/docs: Swagger UI, served by this service from the swagger-ui-dist
+// package, so the page renders with no internet. swagger-ui-dist was chosen over @scalar/api-reference because it
+// ships its browser bundle with no dependencies (one package, ~30 MB), where Scalar's brings 200+ packages (Vue and
+// ~25 @scalar/* packages, ~240 MB) into node_modules for the same single file.
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { Elysia, t } from 'elysia'
+import { ApiError } from './errors.ts'
+import { op } from './operation.ts'
+import { API_PREFIX } from './pipeline.ts'
+
+const DOCS_PATH = `${API_PREFIX}/docs`
+const ASSETS_PATH = `${DOCS_PATH}/assets`
+const SWAGGER_UI_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
+
+// validatorUrl: null stops Swagger UI from sending the document to its public validator for a badge.
+const INIT_SCRIPT = `window.ui = SwaggerUIBundle({
+  url: ${JSON.stringify(`${API_PREFIX}/openapi.json`)}, dom_id: '#reference', validatorUrl: null,
+  deepLinking: true, filter: true, docExpansion: 'list', defaultModelsExpandDepth: 0, displayRequestDuration: true,
+})`
+
+const packageFile = (name: string) => () => Bun.file(join(SWAGGER_UI_DIR, name))
+/** The only files the page loads; anything else under assets/ is a 404. */
+const ASSETS: Record<string, { type: string; body: () => Blob | string }> = {
+  'swagger-ui-bundle.js': { type: 'text/javascript; charset=utf-8', body: packageFile('swagger-ui-bundle.js') },
+  'swagger-ui.css': { type: 'text/css; charset=utf-8', body: packageFile('swagger-ui.css') },
+  'favicon-32x32.png': { type: 'image/png', body: packageFile('favicon-32x32.png') },
+  'init.js': { type: 'text/javascript; charset=utf-8', body: () => INIT_SCRIPT },
+}
+
+const PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Animal-Husbandry Records Service API v1</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="${ASSETS_PATH}/favicon-32x32.png">
+<link rel="stylesheet" href="${ASSETS_PATH}/swagger-ui.css">
+<style>body{margin:0} .topbar{display:none}</style></head>
+<body><div id="reference"></div>
+<script src="${ASSETS_PATH}/swagger-ui-bundle.js"></script>
+<script src="${ASSETS_PATH}/init.js"></script></body></html>`
+
+/**
+ * The browser may load nothing from elsewhere: a stray external URL in the bundle fails instead of leaking the
+ * reader's visit. Swagger UI sets inline styles and shows schema images as data: URLs.
+ */
+const CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'"
+
+export function docsPage() {
+  return new Elysia({ name: 'docs-page' })
+    .get(DOCS_PATH, ({ set }) => {
+      set.headers['content-type'] = 'text/html; charset=utf-8'
+      set.headers['content-security-policy'] = CSP
+      return PAGE
+    }, {
+      response: { 200: t.String({ description: 'HTML page rendering this document (Swagger UI, served by this service; nothing loads from elsewhere).' }) },
+      detail: op({ summary: 'Browsable API reference', tags: ['Platform'], auth: 'public' }),
+    })
+    .get(`${ASSETS_PATH}/:file`, ({ params, set }) => {
+      const asset = Object.hasOwn(ASSETS, params.file) ? ASSETS[params.file]! : undefined
+      if (!asset) throw new ApiError('not_found', 'No such file.')
+      set.headers['content-type'] = asset.type
+      set.headers['cache-control'] = 'public, max-age=3600'
+      return asset.body()
+    }, {
+      params: t.Object({ file: t.String() }),
+      detail: op({ summary: 'Files of the reference page', tags: ['Platform'], auth: 'public', hide: true }),
+    })
+}

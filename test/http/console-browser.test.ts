@@ -1,0 +1,159 @@
+// The console and the docs page as a person meets them: Debian's Chromium, driven by playwright-core, against a
+// real server on loopback. Every request the browser makes is checked: one that would leave loopback is aborted
+// and fails the test, so the pages are proved to work offline. Skipped (and says so) when /usr/bin/chromium is
+// absent; .ci/run installs it. UPDATE_SCREENSHOTS=1 writes the pictures to docs/screenshots/ (else a temp dir).
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { seedDemoAccount } from '../../src/seed.ts'
+import { createTestEnv, waitFor, type TestEnv } from '../helpers.ts'
+
+const CHROMIUM = '/usr/bin/chromium'
+const available = existsSync(CHROMIUM)
+if (!available) console.warn(`console-browser tests skipped: ${CHROMIUM} is absent (apt-get install chromium)`)
+
+const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(import.meta.dir, '..', '..', 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'hrs-shots-'))
+const PHONE = { width: 390, height: 844 }
+const DESKTOP = { width: 1280, height: 860 }
+
+describe.skipIf(!available)('in a browser', () => {
+  let env: TestEnv
+  let browser: import('playwright-core').Browser
+  let page: import('playwright-core').Page
+  let demoToken: string
+  const leftLoopback: string[] = []
+
+  beforeAll(async () => {
+    const { chromium } = await import('playwright-core')
+    env = await createTestEnv()
+    demoToken = (await seedDemoAccount(env.deps))!.token
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'], timeout: 30_000 })
+    const context = await browser.newContext({ viewport: DESKTOP, permissions: ['clipboard-read', 'clipboard-write'] })
+    await context.route('**/*', (route) => {
+      const url = new URL(route.request().url())
+      if (url.hostname === '127.0.0.1' || url.hostname === 'localhost') return route.continue()
+      leftLoopback.push(url.href)
+      return route.abort('blockedbyclient')
+    })
+    page = await context.newPage()
+    page.setDefaultTimeout(15_000)
+    mkdirSync(SHOTS, { recursive: true })
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await env?.close()
+  })
+
+  /** The page as a phone and as a desktop shows it. */
+  async function screenshot(name: string, fullPage = true) {
+    await page.setViewportSize(PHONE)
+    await page.screenshot({ path: join(SHOTS, `${name}-phone.png`), fullPage })
+    await page.setViewportSize(DESKTOP)
+    await page.screenshot({ path: join(SHOTS, `${name}-desktop.png`), fullPage })
+  }
+
+  test('sign in with the demo key, create a key with two scopes, use it, revoke it', async () => {
+    await page.goto(`${env.baseUrl}/console`)
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in')
+    await screenshot('sign-in')
+    await page.fill('#token', demoToken)
+    await page.click('button:has-text("Sign in")')
+    await page.waitForURL('**/console/keys')
+    expect(await page.textContent('h1')).toBe('API keys')
+
+    await page.fill('#name', 'feeding app')
+    await page.check('input[name="scope:animals:read"]')
+    await page.check('input[name="scope:activities:write"]')
+    await page.click('button:has-text("Create key")')
+    const token = (await page.textContent('#new-token'))!
+    expect(token).toMatch(/^hrs_pat_/)
+    await page.click('button[data-copy="new-token"]')
+    expect(await page.evaluate(() => (navigator as any).clipboard.readText())).toBe(token)
+    await screenshot('keys-created')
+
+    // What a person does next with curl, done with fetch.
+    const call = (path: string, init: RequestInit = {}) => fetch(env.baseUrl + path, { ...init, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } })
+    expect((await call('/api/v1/animals')).status).toBe(200)
+    const forbidden = await call('/api/v1/animals', { method: 'POST', body: JSON.stringify({ name: 'Nope', species_id: 'python-regius' }) })
+    expect(forbidden.status).toBe(403)
+    expect((await forbidden.json()).required_scopes).toEqual(['animals:write'])
+
+    await page.goto(`${env.baseUrl}/console/keys`)
+    const row = page.locator('tr', { hasText: 'feeding app' })
+    await row.locator('button:has-text("Revoke")').click()
+    await page.waitForURL('**/console/keys?revoked=*')
+    expect(await page.locator('tr', { hasText: 'feeding app' }).textContent()).toContain('revoked')
+    expect((await call('/api/v1/animals')).status).toBe(401)
+  })
+
+  test('complete a pairing: claim/start → the console → the polling device receives its key', async () => {
+    const claim = await (await fetch(`${env.baseUrl}/api/v1/sensors/claim/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'TH-2 thermo-hygrometer', hardware_id: '24:6f:28:aa:01:02' }) })).json()
+    const poll = async () => (await fetch(`${env.baseUrl}/api/v1/sensors/claim/status?claim_id=${claim.claim_id}`)).json()
+    expect((await poll()).status).toBe('pending')
+
+    // A person either types the code at verification_uri or follows verification_uri_complete (e.g. a QR code) and confirms it.
+    await page.goto(claim.verification_uri)
+    await page.fill('#user_code', claim.user_code)
+    await page.fill('#name', 'Ball python rack')
+    await page.fill('input[name="channel.0.key"]', 't1')
+    await page.selectOption('select[name="channel.0.metric"]', 'temperature')
+    await page.selectOption('select[name="channel.0.environment_id"]', { index: 1 })
+    await page.fill('input[name="channel.1.key"]', 'h1')
+    await page.selectOption('select[name="channel.1.metric"]', 'humidity')
+    await screenshot('activate')
+    await page.click('button:has-text("Approve device")')
+    await page.waitForSelector('text=is paired')
+    await screenshot('activate-done')
+
+    // The device polls no faster than the interval (5 s) in real life; its first poll after approval gets the key.
+    let state: any
+    await waitFor(async () => { state = await poll(); return state.status === 'claimed' }, 10_000, 200)
+    expect(state.device_key).toMatch(/^hrs_dev_/)
+
+    const now = Date.now()
+    const readings = Array.from({ length: 48 }, (_, i) => [
+      { channel: 't1', value: 29 + 3 * Math.sin(i / 6), ts: now - (47 - i) * 20 * 60_000 },
+      { channel: 'h1', value: 60 + 8 * Math.cos(i / 8), ts: now - (47 - i) * 20 * 60_000 },
+      { channel: 'x9', value: 1 + i / 10, ts: now - (47 - i) * 20 * 60_000 },
+    ]).flat()
+    const sent = await fetch(`${env.baseUrl}/api/v1/sensors/readings`, { method: 'POST', headers: { authorization: `Bearer ${state.device_key}`, 'content-type': 'application/json' }, body: JSON.stringify({ readings }) })
+    expect(sent.status).toBe(202)
+    // Last-seen and unmapped channels are recorded off the ingest hot path, shortly after the 202.
+    await waitFor(async () => {
+      const device = await (await fetch(`${env.baseUrl}/api/v1/sensors/devices/${state.device_id}`, { headers: { authorization: `Bearer ${state.device_key}` } })).json()
+      return device.unmapped_channels.includes('x9') && device.last_seen_at !== null
+    }, 10_000, 100)
+
+    await page.goto(`${env.baseUrl}/console/devices`)
+    const row = page.locator('tr', { hasText: 'Ball python rack' })
+    expect(await row.textContent()).toContain('x9')
+    await screenshot('devices')
+    await row.locator('a').click()
+    await page.waitForSelector('svg.chart polyline')
+    expect(await page.locator('svg.chart polyline').count()).toBe(3)
+    await screenshot('device')
+  })
+
+  test('the docs page renders offline and finds an operation', async () => {
+    await page.goto(`${env.baseUrl}/api/v1/docs`)
+    const operation = page.locator('.opblock-summary', { hasText: 'List animals' }).first()
+    await operation.waitFor()
+    await operation.click()
+    await page.waitForSelector('.opblock.is-open >> text=Responses')
+    expect(await page.locator('.opblock.is-open .opblock-summary-path').first().textContent()).toBe('/api/v1/animals')
+    await screenshot('docs', false)
+  })
+
+  test('sign out ends the session', async () => {
+    await page.goto(`${env.baseUrl}/console/keys`)
+    await page.click('button:has-text("Sign out")')
+    await page.waitForURL('**/console/sign-in')
+    await page.goto(`${env.baseUrl}/console/keys`)
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in')
+  })
+
+  test('no request left loopback', () => {
+    expect(leftLoopback).toEqual([])
+  })
+})

@@ -1,0 +1,306 @@
+// The web console over HTTP, as a browser would drive it (forms, cookies, redirects): sign-in, sessions and
+// their expiry, CSRF, key creation within the signed-in key's scopes, revocation, pairing, and account isolation.
+import { afterAll, beforeAll, describe, expect, setSystemTime, test } from 'bun:test'
+import { listKeys } from '../../src/auth/keys.ts'
+import { ALL_SCOPES, type Scope } from '../../src/auth/scopes.ts'
+import { SESSION_TTL_MS } from '../../src/console/session.ts'
+import { createTestEnv, type TestEnv } from '../helpers.ts'
+import { ENVIRONMENT_KINDS } from '../../db/schema/records.ts'
+import { environments } from '../../db/schema/index.ts'
+import { newId } from '../../src/ids.ts'
+
+let env: TestEnv
+beforeAll(async () => { env = await createTestEnv() })
+afterAll(async () => { await env?.close() })
+
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
+const cookiePair = (res: Response) => res.headers.get('set-cookie')?.split(';')[0]
+const csrfOf = (page: string) => /name="csrf" value="([^"]+)"/.exec(page)?.[1]
+
+async function get(path: string, cookie?: string, headers: Record<string, string> = {}) {
+  return fetch(env.baseUrl + path, { redirect: 'manual', headers: { ...headers, ...(cookie ? { cookie } : {}) } })
+}
+async function post(path: string, form: Record<string, string>, cookie?: string, headers: Record<string, string> = {}) {
+  return fetch(env.baseUrl + path, { method: 'POST', redirect: 'manual', headers: { ...FORM, ...headers, ...(cookie ? { cookie } : {}) }, body: new URLSearchParams(form) })
+}
+
+/** Signs in through the form and returns the session cookie and the CSRF token its pages carry. */
+async function signIn(token: string): Promise<{ cookie: string; csrf: string }> {
+  const form = await get('/console/sign-in')
+  const res = await post('/console/sign-in', { csrf: csrfOf(await form.text())!, token, next: '/console/keys' }, cookiePair(form))
+  expect(res.status).toBe(303)
+  const cookie = cookiePair(res)!
+  const page = await get('/console/keys', cookie)
+  expect(page.status).toBe(200)
+  return { cookie, csrf: csrfOf(await page.text())! }
+}
+
+const consoleAccount = (scopes: readonly Scope[] = ALL_SCOPES) => env.account({ scopes })
+const isSignInRedirect = (res: Response) => res.status === 303 && res.headers.get('location')!.startsWith('/console/sign-in')
+
+describe('signing in', () => {
+  test('a key with keys:write gets a session cookie: HttpOnly, SameSite=Strict, scoped to /console, Secure only over TLS', async () => {
+    const { token } = await consoleAccount()
+    const form = await get('/console/sign-in')
+    const res = await post('/console/sign-in', { csrf: csrfOf(await form.text())!, token }, cookiePair(form))
+    expect(res.status).toBe(303)
+    expect(res.headers.get('location')).toBe('/console/keys')
+    const cookie = res.headers.get('set-cookie')!
+    expect(cookie).toMatch(/^hrs_console=[A-Za-z0-9_-]{43};/)
+    expect(cookie).toContain('HttpOnly')
+    expect(cookie).toContain('SameSite=Strict')
+    expect(cookie).toContain('Path=/console')
+    expect(cookie).not.toContain('Secure')
+
+    const behindTls = await get('/console/sign-in', undefined, { 'x-forwarded-proto': 'https' })
+    const tlsRes = await post('/console/sign-in', { csrf: csrfOf(await behindTls.text())!, token }, cookiePair(behindTls), { 'x-forwarded-proto': 'https' })
+    expect(tlsRes.headers.get('set-cookie')).toContain('Secure')
+  })
+
+  test('a sign-in form without its CSRF cookie, or with another one, is refused and makes no session', async () => {
+    const { token } = await consoleAccount()
+    const form = await get('/console/sign-in')
+    const csrf = csrfOf(await form.text())!
+    for (const [cookie, sent] of [[undefined, csrf], [cookiePair(form), 'forged'], [cookiePair(form), '']] as const) {
+      const res = await post('/console/sign-in', { csrf: sent, token }, cookie)
+      expect(res.status).toBe(403)
+      expect(res.headers.get('set-cookie')).not.toContain('hrs_console=')
+    }
+  })
+
+  test('a key without keys:write, a device key and an unknown key cannot sign in', async () => {
+    const weak = await consoleAccount(['animals:read'])
+    const strong = await consoleAccount()
+    const device = await env.request('POST', '/api/v1/sensors/devices', { token: strong.token, body: { name: 'probe' } })
+    const deviceKey = (await device.json()).key as string
+    for (const [token, status] of [[weak.token, 403], [deviceKey, 401], ['hrs_pat_nonsense', 401]] as const) {
+      const form = await get('/console/sign-in')
+      const res = await post('/console/sign-in', { csrf: csrfOf(await form.text())!, token }, cookiePair(form))
+      expect({ status: res.status, cookie: res.headers.get('set-cookie')?.includes('hrs_console=') }).toEqual({ status, cookie: false })
+    }
+  })
+
+  test('after sign-in only console paths are followed: an outside `next` lands on the keys page', async () => {
+    const { token } = await consoleAccount()
+    const form = await get('/console/sign-in')
+    const res = await post('/console/sign-in', { csrf: csrfOf(await form.text())!, token, next: '//evil.example/console' }, cookiePair(form))
+    expect(res.headers.get('location')).toBe('/console/keys')
+  })
+
+  test('pages without a session send the person to sign in, and back afterwards', async () => {
+    const res = await get('/console/activate?user_code=BCDF-GHJK')
+    expect(isSignInRedirect(res)).toBe(true)
+    expect(res.headers.get('location')).toBe(`/console/sign-in?next=${encodeURIComponent('/console/activate?user_code=BCDF-GHJK')}`)
+  })
+})
+
+describe('sessions end', () => {
+  test('signing out ends the session in the store, not only in the browser', async () => {
+    const { token } = await consoleAccount()
+    const { cookie, csrf } = await signIn(token)
+    const out = await post('/console/sign-out', { csrf }, cookie)
+    expect(out.status).toBe(303)
+    expect(out.headers.get('set-cookie')).toContain('Max-Age=0')
+    expect(isSignInRedirect(await get('/console/keys', cookie))).toBe(true)
+  })
+
+  test(`a session expires ${SESSION_TTL_MS / 3600_000} h after sign-in`, async () => {
+    const { token } = await consoleAccount()
+    const { cookie } = await signIn(token)
+    try {
+      setSystemTime(new Date(Date.now() + SESSION_TTL_MS - 60_000))
+      expect((await get('/console/keys', cookie)).status).toBe(200)
+      setSystemTime(new Date(Date.now() + 2 * 60_000))
+      expect(isSignInRedirect(await get('/console/keys', cookie))).toBe(true)
+    } finally {
+      setSystemTime()
+    }
+  })
+
+  test('revoking the key a session signed in with ends that session', async () => {
+    const { token, keyId } = await consoleAccount()
+    const { cookie, csrf } = await signIn(token)
+    const res = await post(`/console/keys/${keyId}/revoke`, { csrf }, cookie)
+    expect(res.status).toBe(303)
+    expect(isSignInRedirect(await get('/console/keys', cookie))).toBe(true)
+    expect((await env.request('GET', '/api/v1/me', { token })).status).toBe(401)
+  })
+})
+
+describe('the API tab', () => {
+  test('creates a key with the ticked scopes, shows it once, and it works with exactly those scopes', async () => {
+    const { token, accountId } = await consoleAccount()
+    const { cookie, csrf } = await signIn(token)
+    const res = await post('/console/keys', { csrf, name: 'feeding app', 'scope:animals:read': 'on', 'scope:activities:write': 'on', expires_on: '2999-01-31' }, cookie)
+    expect(res.status).toBe(201)
+    expect(res.headers.get('cache-control')).toBe('no-store')
+    const page = await res.text()
+    const created = /<code id="new-token">(hrs_pat_[A-Za-z0-9]+)<\/code>/.exec(page)![1]!
+    const me = await (await env.request('GET', '/api/v1/me', { token: created })).json()
+    expect(me.account.id).toBe(accountId)
+    expect([...me.scopes].sort()).toEqual(['activities:write', 'animals:read'])
+    expect(me.key.expires_at).toBe('2999-01-31T23:59:59.999Z')
+    expect((await env.request('GET', '/api/v1/animals', { token: created })).status).toBe(200)
+    expect((await env.request('GET', '/api/v1/medical/conditions', { token: created })).status).toBe(403)
+    // Listed masked afterwards; the value never appears again.
+    const list = await (await get('/console/keys', cookie)).text()
+    expect(list).toContain('feeding app')
+    expect(list).not.toContain(created)
+    expect(list).toContain(`hrs_pat_…${created.slice(-4)}`)
+  })
+
+  test('a key cannot grant a scope it does not hold, even through a forged form', async () => {
+    const { token, accountId } = await consoleAccount(['keys:write', 'animals:read'])
+    const { cookie, csrf } = await signIn(token)
+    const page = await (await get('/console/keys', cookie)).text()
+    expect(page).toContain('name="scope:animals:read"')
+    expect(page).not.toContain('name="scope:animals:write"')
+    const before = (await listKeys(env.deps.database.db, accountId)).length
+    const res = await post('/console/keys', { csrf, name: 'escalate', 'scope:animals:read': 'on', 'scope:animals:write': 'on' }, cookie)
+    expect(res.status).toBe(403)
+    expect(await res.text()).toContain('does not hold animals:write')
+    expect((await listKeys(env.deps.database.db, accountId)).length).toBe(before)
+  })
+
+  test('forms without this session\'s CSRF token change nothing', async () => {
+    const a = await consoleAccount()
+    const other = await consoleAccount()
+    const { cookie, csrf } = await signIn(a.token)
+    const { csrf: otherCsrf } = await signIn(other.token)
+    expect(otherCsrf).not.toBe(csrf)
+    const before = (await listKeys(env.deps.database.db, a.accountId)).length
+    for (const sent of [undefined, '', otherCsrf, csrf.slice(0, -1)]) {
+      const form: Record<string, string> = { name: 'csrf', 'scope:animals:read': 'on' }
+      if (sent !== undefined) form.csrf = sent
+      expect((await post('/console/keys', form, cookie)).status).toBe(403)
+      const revoke: Record<string, string> = sent !== undefined ? { csrf: sent } : {}
+      expect((await post(`/console/keys/${a.keyId}/revoke`, revoke, cookie)).status).toBe(403)
+      expect((await post('/console/sign-out', revoke, cookie)).status).toBe(403)
+    }
+    expect((await listKeys(env.deps.database.db, a.accountId)).length).toBe(before)
+    expect((await env.request('GET', '/api/v1/me', { token: a.token })).status).toBe(200)
+    expect((await get('/console/keys', cookie)).status).toBe(200)
+  })
+
+  test('bad names, no scopes and past expiry dates are refused with the form kept', async () => {
+    const { token, accountId } = await consoleAccount()
+    const { cookie, csrf } = await signIn(token)
+    const before = (await listKeys(env.deps.database.db, accountId)).length
+    const forms: Record<string, string>[] = [
+      { name: '', 'scope:animals:read': 'on' }, { name: 'none' },
+      { name: 'old', 'scope:animals:read': 'on', expires_on: '2001-01-01' }, { name: 'odd', 'scope:animals:read': 'on', expires_on: 'soon' },
+    ]
+    for (const form of forms) {
+      const res = await post('/console/keys', { csrf, ...form }, cookie)
+      expect(res.status).toBe(422)
+      if (form.name) expect(await res.text()).toContain(`value="${form.name}"`)
+    }
+    expect((await listKeys(env.deps.database.db, accountId)).length).toBe(before)
+  })
+})
+
+describe('one account never reaches another', () => {
+  test("A's session neither lists nor revokes B's keys, nor sees B's devices", async () => {
+    const a = await consoleAccount()
+    const b = await consoleAccount()
+    const device = await (await env.request('POST', '/api/v1/sensors/devices', { token: b.token, body: { name: 'B probe' } })).json()
+    const { cookie, csrf } = await signIn(a.token)
+    const keys = await (await get('/console/keys', cookie)).text()
+    expect(keys).not.toContain(b.keyId)
+    const res = await post(`/console/keys/${b.keyId}/revoke`, { csrf }, cookie)
+    expect(res.status).toBe(404)
+    expect((await env.request('GET', '/api/v1/me', { token: b.token })).status).toBe(200)
+    expect((await get(`/console/devices/${device.id}`, cookie)).status).toBe(404)
+    expect(await (await get('/console/devices', cookie)).text()).not.toContain('B probe')
+  })
+
+  test("a code B already approved cannot be approved again by A; the device stays B's", async () => {
+    const a = await consoleAccount()
+    const b = await consoleAccount()
+    const claim = await (await env.request('POST', '/api/v1/sensors/claim/start', { body: { model: 'TH-2' } })).json()
+    const sb = await signIn(b.token)
+    expect((await post('/console/activate', { csrf: sb.csrf, user_code: claim.user_code, name: 'B sensor' }, sb.cookie)).status).toBe(200)
+    const sa = await signIn(a.token)
+    const res = await post('/console/activate', { csrf: sa.csrf, user_code: claim.user_code, name: 'A steals' }, sa.cookie)
+    expect(res.status).toBe(422)
+    expect(await res.text()).toContain('matches no pending claim')
+    const status = await (await env.request('GET', `/api/v1/sensors/claim/status?claim_id=${claim.claim_id}`)).json()
+    const device = await (await env.request('GET', `/api/v1/sensors/devices/${status.device_id}`, { token: b.token })).json()
+    expect(device.name).toBe('B sensor')
+    expect((await env.request('GET', `/api/v1/sensors/devices/${status.device_id}`, { token: a.token })).status).toBe(404)
+  })
+})
+
+describe('device activation', () => {
+  test('approving a code with channels mapped hands the key to the polling device, once', async () => {
+    const { token, accountId } = await consoleAccount()
+    const rack = newId('environment')
+    await env.deps.database.db.insert(environments).values({ id: rack, account_id: accountId, name: 'Rack A', kind: ENVIRONMENT_KINDS[0] })
+    const claim = await (await env.request('POST', '/api/v1/sensors/claim/start', { body: { model: 'TH-2', hardware_id: 'aa:bb' } })).json()
+    expect(claim.verification_uri).toBe(`${env.baseUrl}/console/activate`)
+    const { cookie, csrf } = await signIn(token)
+    const form = await (await get(new URL(claim.verification_uri_complete).pathname + new URL(claim.verification_uri_complete).search, cookie)).text()
+    expect(form).toContain(`value="${claim.user_code}"`)
+    expect(form).toContain(`<option value="${rack}">Rack A</option>`)
+    const res = await post('/console/activate', {
+      csrf, user_code: claim.user_code.toLowerCase().replace('-', ''), name: 'Ball python rack',
+      'channel.0.key': 't1', 'channel.0.metric': 'temperature', 'channel.0.environment_id': rack,
+      'channel.1.key': 'h1', 'channel.1.metric': 'humidity', 'channel.1.environment_id': '',
+      'channel.2.key': '', 'channel.2.metric': '', 'channel.2.environment_id': '',
+    }, cookie)
+    expect(res.status).toBe(200)
+    expect(await res.text()).toContain('Ball python rack')
+    const first = await (await env.request('GET', `/api/v1/sensors/claim/status?claim_id=${claim.claim_id}`)).json()
+    expect(first.status).toBe('claimed')
+    expect(first.device_key).toMatch(/^hrs_dev_/)
+    const device = await (await env.request('GET', `/api/v1/sensors/devices/${first.device_id}`, { token: first.device_key })).json()
+    expect(device).toMatchObject({ name: 'Ball python rack', model: 'TH-2', hardware_id: 'aa:bb' })
+    expect(device.channels).toEqual([
+      { key: 't1', metric: 'temperature', unit: '°C', environment_id: rack },
+      { key: 'h1', metric: 'humidity', unit: '%', environment_id: null },
+    ])
+    const again = await (await env.request('GET', `/api/v1/sensors/claim/status?claim_id=${claim.claim_id}`)).json()
+    expect(again.device_key).toBeUndefined()
+  })
+
+  test('bad channels and unknown codes are shown on the form and pair nothing; a key without sensors:write cannot pair', async () => {
+    const { token } = await consoleAccount()
+    const claim = await (await env.request('POST', '/api/v1/sensors/claim/start', {})).json()
+    const { cookie, csrf } = await signIn(token)
+    const bad = await post('/console/activate', { csrf, user_code: claim.user_code, 'channel.0.key': 'bad key!', 'channel.0.metric': 'temperature', 'channel.0.environment_id': '' }, cookie)
+    expect(bad.status).toBe(422)
+    expect(await bad.text()).toContain('channels/0/key')
+    const unknown = await post('/console/activate', { csrf, user_code: 'BCDF-GHJK' }, cookie)
+    expect(unknown.status).toBe(422)
+    expect((await (await env.request('GET', `/api/v1/sensors/claim/status?claim_id=${claim.claim_id}`)).json()).status).toBe('pending')
+
+    const limited = await consoleAccount(['keys:write'])
+    const s = await signIn(limited.token)
+    expect(await (await get('/console/activate', s.cookie)).text()).toContain('lacks the <code>sensors:write</code> scope')
+    const refused = await post('/console/activate', { csrf: s.csrf, user_code: claim.user_code }, s.cookie)
+    expect(refused.status).toBe(403)
+    expect((await (await env.request('GET', `/api/v1/sensors/claim/status?claim_id=${claim.claim_id}`)).json()).status).not.toBe('claimed')
+  })
+})
+
+test('console pages pass the API pipeline by: no API headers or problem documents, HTML with a strict CSP', async () => {
+  const { token } = await consoleAccount()
+  const { cookie } = await signIn(token)
+  for (const [path, sentCookie] of [['/console/keys', cookie], ['/console/devices', cookie], ['/console/activate', cookie], ['/console/sign-in', undefined]] as const) {
+    const res = await get(path, sentCookie)
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8')
+    expect(res.headers.get('ratelimit')).toBeNull()
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'self'")
+    expect(await res.text()).not.toMatch(/(src|href)="(https?:)?\/\//)
+  }
+})
+
+test('a JSON body with non-text fields is refused like a form without its token, not a server error', async () => {
+  const { token, accountId } = await consoleAccount()
+  const { cookie } = await signIn(token)
+  const before = (await listKeys(env.deps.database.db, accountId)).length
+  const res = await fetch(`${env.baseUrl}/console/keys`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ csrf: 12, name: ['x'], 'scope:animals:read': true }) })
+  expect(res.status).toBe(403)
+  expect((await listKeys(env.deps.database.db, accountId)).length).toBe(before)
+})
