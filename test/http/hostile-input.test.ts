@@ -89,4 +89,23 @@ describe('hostile bodies', () => {
     expect(created.status).toBe(201)
     expect((await created.json()).name).toBe('Sly 🐍')
   })
+
+  test('a chunked body streamed past 1 MiB (20 MB on offer) is cut off with a 413 problem+json', async () => {
+    const key = await env.account({ scopes: ['animals:write'] })
+    let offered = 0
+    const chunk = new Uint8Array(64 * 1024).fill(32)
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (offered >= 20 * 1024 * 1024) return controller.close()
+        offered += chunk.length
+        controller.enqueue(chunk)
+      },
+    })
+    const response = await fetch(env.baseUrl + '/api/v1/animals', {
+      method: 'POST', body, headers: { authorization: `Bearer ${key.token}`, 'content-type': 'application/json' }, duplex: 'half',
+    } as RequestInit)
+    await problem(response, 413, 'payload_too_large')
+    // The server stopped reading soon after the limit instead of taking in all 20 MB.
+    expect(offered).toBeLessThan(8 * 1024 * 1024)
+  })
 })
