@@ -1,12 +1,7 @@
 // POST /sensors/readings and GET|POST /sensors/ping (CONTRACT §7). Per request: the key (cached), parse,
 // validate, map channels from the cached device configuration, append to the shared batch, answer after the
 // batch's write succeeded.
-import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { Elysia, t, ValidationError } from 'elysia'
-import { parseQueryFromURL } from 'elysia/parse-query'
-import type { Deps } from '../src/deps.ts'
-import { fastRoute, type FastRoutes } from '../src/http/fast-entry.ts'
-import { parseRequestBody } from '../src/http/json-body.ts'
+import { Elysia, t } from 'elysia'
 import { ApiError } from '../src/http/errors.ts'
 import { op } from '../src/http/operation.ts'
 import { API_PREFIX, type Pipeline } from '../src/http/pipeline.ts'
@@ -65,31 +60,25 @@ const PingBody = t.Object({
   ts: t.Optional(t.Union([t.String(), t.Integer()])),
 }, { additionalProperties: t.Union([t.String(), t.Number()]), $id: '#/components/schemas/PingBody' })
 
-/** POST /sensors/readings, once the body matched ReadingsBatch: resolves once the readings are stored. */
-async function submitReadings(ingest: Ingest, request: Request, body: { readings: unknown[] }) {
-  // Awaited only on a cache miss: an await costs a turn of the microtask queue on every request.
-  const known = deviceOf(ingest, request)
-  const device = known instanceof Promise ? await known : known
-  const parsed = parseBatch(body.readings, device, Date.now())
-  await accept(ingest, device, parsed)
-  return { accepted: parsed.readings.length, rejected: parsed.rejected }
-}
-
-/** /sensors/ping, once the fields matched their schema; `where` points the field errors into query or body. */
-async function submitPing(ingest: Ingest, request: Request, fields: Record<string, unknown>, where: string) {
-  const known = deviceOf(ingest, request)
-  const device = known instanceof Promise ? await known : known
-  const { parsed, problems } = parsePing(fields, device, Date.now(), where)
-  if (!parsed) throw new ApiError('validation_failed', 'The ping carries no valid readings.', { errors: problems })
-  await accept(ingest, device, parsed)
-}
-
 export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline) {
+  const ping = async (request: Request, set: { status?: number | string }, fields: Record<string, unknown>, where: string) => {
+    const known = deviceOf(ingest, request)
+    const device = known instanceof Promise ? await known : known
+    const { parsed, problems } = parsePing(fields, device, Date.now(), where)
+    if (!parsed) throw new ApiError('validation_failed', 'The ping carries no valid readings.', { errors: problems })
+    await accept(ingest, device, parsed)
+    // A status and no body, rather than a Response: Elysia would copy a returned Response to add our headers.
+    set.status = 204
+  }
   return new Elysia({ name: 'ingest', prefix: API_PREFIX })
     .post('/sensors/readings', async ({ request, body, set }) => {
-      const accepted = await submitReadings(ingest, request, body)
+      // Awaited only on a cache miss: an await costs a turn of the microtask queue on every request.
+      const known = deviceOf(ingest, request)
+      const device = known instanceof Promise ? await known : known
+      const parsed = parseBatch(body.readings, device, Date.now())
+      await accept(ingest, device, parsed)
       set.status = 202
-      return accepted
+      return { accepted: parsed.readings.length, rejected: parsed.rejected }
     }, {
       body: ReadingsBatch,
       response: { 202: Accepted },
@@ -99,11 +88,7 @@ export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline)
         tags: ['Sensors'], auth: ['device'], errors: [422, 503],
       }),
     })
-    .get('/sensors/ping', async ({ request, query, set }) => {
-      await submitPing(ingest, request, query, '/query')
-      // A status and no body, rather than a Response: Elysia would copy a returned Response to add our headers.
-      set.status = 204
-    }, {
+    .get('/sensors/ping', ({ request, query, set }) => ping(request, set, query, '/query'), {
       query: PingFields,
       response: { 204: t.Void({ description: 'Stored.' }) },
       detail: op({ summary: 'Submit readings from constrained firmware', description: 'Channels and values in the query string: `?key=<device key>&t1=27.5&h1=61`.', tags: ['Sensors'], auth: ['device'], errors: [422, 503], keyParam: 'key' }),
@@ -111,8 +96,7 @@ export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline)
     .post('/sensors/ping', async ({ request, query, body, set }) => {
       const fields = { ...query, ...(body ?? {}) } as Record<string, unknown>
       await pipeline.admitDeferred(request, typeof fields.key === 'string' ? fields.key : undefined)
-      await submitPing(ingest, request, fields, body ? '/body' : '/query')
-      set.status = 204
+      return ping(request, set, fields, body ? '/body' : '/query')
     }, {
       query: PingFields,
       body: t.Optional(PingBody),
@@ -122,37 +106,4 @@ export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline)
         tags: ['Sensors'], auth: ['device'], errors: [422, 503], keyParam: 'key', accepts: ['application/x-www-form-urlencoded', 'application/json'],
       }),
     })
-}
-
-// The same schemas, compiled once for the fast entry (Elysia compiles its own copy for app.handle()).
-const readingsBatch = TypeCompiler.Compile(ReadingsBatch)
-const pingFields = TypeCompiler.Compile(PingFields)
-
-/**
- * POST /sensors/readings and GET /sensors/ping through the fast entry (src/http/fast-entry.ts): the steps Elysia
- * would take (parse, validate, handle) and the handlers above. POST /sensors/ping, rare and with its key possibly
- * in the body, stays with Elysia.
- */
-export function ingestFastRoutes(deps: Deps, pipeline: Pipeline): FastRoutes {
-  const readings = `${API_PREFIX}/sensors/readings`
-  const ping = `${API_PREFIX}/sensors/ping`
-  return {
-    [readings]: {
-      POST: fastRoute(deps, pipeline, readings, async (request) => {
-        const body = await parseRequestBody(request)
-        if (!readingsBatch.Check(body)) throw new ValidationError('body', readingsBatch, body)
-        return { status: 202, body: await submitReadings(deps.ingest, request, body) }
-      }),
-    },
-    [ping]: {
-      GET: fastRoute(deps, pipeline, ping, async (request) => {
-        // As Elysia reads a query string, so that both ways validate the same object.
-        const start = request.url.indexOf('?')
-        const query: Record<string, unknown> = start === -1 ? Object.create(null) : parseQueryFromURL(request.url, start + 1)
-        if (!pingFields.Check(query)) throw new ValidationError('query', pingFields, query)
-        await submitPing(deps.ingest, request, query, '/query')
-        return { status: 204 }
-      }),
-    },
-  }
 }

@@ -1,18 +1,20 @@
 // createApp(deps): the root Elysia app with the pipeline, the error vocabulary and every module. Never listens.
 import { Elysia, t, type AnyElysia } from 'elysia'
 import type { Deps } from './deps.ts'
-import { errorResponse, recordRequest } from './http/answer.ts'
+import { ApiError, problemResponse, type FieldError } from './http/errors.ts'
 import './http/formats.ts'
 import { buildOpenApiDocument } from './http/openapi-document.ts'
-import { parseRequestBody } from './http/json-body.ts'
+import { parseJsonBody, unstorableFields } from './http/json-body.ts'
+import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { op } from './http/operation.ts'
+import { readBody } from './http/checks/body-limits.ts'
 import { API_PREFIX, createPipeline } from './http/pipeline.ts'
-import { requestState } from './http/request-state.ts'
+import { requestState, type RequestState } from './http/request-state.ts'
 import { routeLabel } from './observability.ts'
 import { metricsModule } from './modules/platform/metrics.ts'
 import { RouteTable } from './http/route-table.ts'
 import { readingsRoutes } from '../ingest/query.ts'
-import { ingestFastRoutes, ingestRoutes } from '../ingest/routes.ts'
+import { ingestRoutes } from '../ingest/routes.ts'
 import { accountModule } from './modules/account/index.ts'
 import { activitiesModule } from './modules/activities/index.ts'
 import { alertsModule } from './modules/alerts/index.ts'
@@ -31,6 +33,51 @@ const DOCS_PAGE = `<!doctype html>
 <body><script id="api-reference" data-url="${API_PREFIX}/openapi.json"></script>
 <script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference"></script></body></html>`
 
+/** What a 503 for an unreachable database asks the client to wait: about how long a restart or failover takes. */
+const DATABASE_RETRY_AFTER_SECONDS = 5
+
+/** Elysia's validation errors → field errors with JSON Pointer paths into the part of the request that failed. */
+function fieldErrors(error: any): FieldError[] {
+  const all: any[] = Array.isArray(error?.all) ? error.all : []
+  const where = error?.type === 'body' ? '/body' : error?.type === 'params' ? '/path' : error?.type === 'headers' ? '/header' : '/query'
+  const list = all.map((e) => ({ path: `${where}${e.path ?? ''}`, message: String(e.summary ?? e.message ?? 'is invalid') }))
+  return list.length ? list : [{ path: where, message: String(error?.message ?? 'is invalid') }]
+}
+
+function toApiError(code: string | number, error: unknown): ApiError {
+  if (error instanceof ApiError) return error
+  // Elysia wraps what a parser throws (our 413 and 400 included) as the cause of its own ParseError.
+  if ((error as Error | undefined)?.cause instanceof ApiError) return (error as Error).cause as ApiError
+  switch (code) {
+    case 'NOT_FOUND':
+      return new ApiError('not_found', 'No such route.')
+    case 'PARSE':
+      return new ApiError('malformed_json', 'The body is not valid JSON.')
+    case 'VALIDATION': {
+      const e = error as any
+      if (e?.type === 'body') return new ApiError('validation_failed', 'The body does not match the schema.', { errors: fieldErrors(e) })
+      if (e?.type === 'params') return new ApiError('not_found', 'No such resource.')
+      return new ApiError('invalid_parameter', e?.type === 'headers' ? 'A request header is invalid.' : 'A query parameter is invalid.', { errors: fieldErrors(e) })
+    }
+    default:
+      if (isDatabaseUnavailable(error)) {
+        return new ApiError('service_unavailable', 'The records database is not reachable right now; nothing was changed. Retry shortly.', { headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) } })
+      }
+      return new ApiError('internal_error', 'Something went wrong on our side; the request id helps us find it.')
+  }
+}
+
+/** The access log line and the request metrics, once the response has gone out. */
+function recordRequest(deps: Deps, method: string, route: string, status: number, state: RequestState) {
+  const seconds = (performance.now() - state.startedAt) / 1000
+  deps.metrics.httpRequests.inc([method, route, String(status)])
+  deps.metrics.httpDuration.observe([method, route], seconds)
+  if (deps.log.enabled('info')) {
+    // The key's id, never the key: the token itself (header, query or body) is never logged.
+    deps.log.info('request', { request_id: state.requestId, method, route, status, duration_ms: Math.round(seconds * 10_000) / 10, key_id: state.principal?.keyId })
+  }
+}
+
 export function createApp(deps: Deps) {
   let routeTable: RouteTable | undefined
   const pipeline = createPipeline({
@@ -41,17 +88,34 @@ export function createApp(deps: Deps) {
   // Built on first request, once every route is registered (the document describes the finished app).
   const publishedDocument = (): Record<string, unknown> => (openApiDocument ??= buildOpenApiDocument(app as AnyElysia))
 
-  // The two ingest routes also have a fast entry ahead of Elysia (src/http/fast-entry.ts); Elysia hands `serve.routes`
-  // to Bun.serve over its own routes whenever the app listens.
-  const app = new Elysia({ normalize: false, serve: { routes: ingestFastRoutes(deps, pipeline) } })
+  const app = new Elysia({ normalize: false })
     .onRequest(({ request, set }) => {
       // Awaited only when a check had to wait; the ingest path is admitted synchronously.
       const admitted = pipeline.run(request)
       if (admitted) return admitted.then(() => { Object.assign(set.headers, requestState(request).headers) })
       Object.assign(set.headers, requestState(request).headers)
     })
-    .onParse(({ request }) => parseRequestBody(request))
-    .onError(({ code, error, request }) => errorResponse(deps, code, error, request))
+    .onParse(async ({ request }) => {
+      // JSON only (the pipeline already refused other media types); the size cap holds without Content-Length too.
+      const text = await readBody(request)
+      if (text === '') return null
+      // The pipeline let through only media types the route accepts; forms are for constrained firmware.
+      if (request.headers.get('content-type')?.startsWith('application/x-www-form-urlencoded')) {
+        const fields = Object.fromEntries(new URLSearchParams(text))
+        const unstorable = unstorableFields(fields, '/body')
+        if (unstorable.length) throw new ApiError('validation_failed', 'The body holds text that cannot be stored.', { errors: unstorable })
+        return fields
+      }
+      return parseJsonBody(text)
+    })
+    .onError(({ code, error, request }) => {
+      const apiError = toApiError(code, error)
+      const state = requestState(request)
+      state.errorStatus = apiError.status
+      if (apiError.code === 'internal_error') deps.log.error('request failed', { request_id: state.requestId, error: String((error as Error)?.stack ?? error) })
+      else if (apiError.code === 'service_unavailable' && !(error instanceof ApiError)) deps.log.warn('database unavailable', { request_id: state.requestId, error: String((error as Error)?.message ?? error) })
+      return problemResponse(apiError, state.requestId, state.headers)
+    })
     .onAfterResponse(({ request, route, set, responseValue }) => {
       const state = requestState(request)
       const status = state.errorStatus ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200)

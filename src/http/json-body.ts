@@ -4,7 +4,6 @@
 // one pass with no allocation. NUL cannot be stored by Postgres and a lone surrogate cannot be encoded as UTF-8
 // (it would be stored as U+FFFD): both are refused with the field named. Valid JSON can carry either only as a
 // `\u` escape, so bodies without one (every reading a sensor sends) skip that walk.
-import { readBody } from './checks/body-limits.ts'
 import { ApiError, type FieldError } from './errors.ts'
 
 export const JSON_LIMITS = {
@@ -93,21 +92,4 @@ export function unstorableFields(values: Record<string, unknown>, where: string)
   const found: FieldError[] = []
   unstorableStrings(values, where, found)
   return found
-}
-
-/**
- * The body of a request the pipeline let through: null when empty, form fields for a form (the pipeline let through
- * only media types the route accepts; forms are for constrained firmware), else JSON within the limits. The size
- * cap holds without Content-Length too.
- */
-export async function parseRequestBody(request: Request): Promise<unknown> {
-  const text = await readBody(request)
-  if (text === '') return null
-  if (request.headers.get('content-type')?.startsWith('application/x-www-form-urlencoded')) {
-    const fields = Object.fromEntries(new URLSearchParams(text))
-    const unstorable = unstorableFields(fields, '/body')
-    if (unstorable.length) throw new ApiError('validation_failed', 'The body holds text that cannot be stored.', { errors: unstorable })
-    return fields
-  }
-  return parseJsonBody(text)
 }
