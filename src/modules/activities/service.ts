@@ -6,7 +6,7 @@ import type { Deps } from '../../deps.ts'
 import { ApiError, type FieldError } from '../../http/errors.ts'
 import { newId } from '../../ids.ts'
 import { atOrAfter, before, equals } from '../../records/filters.ts'
-import { listPage } from '../../records/list.ts'
+import { listPage, type Bound } from '../../records/list.ts'
 import { presentRow } from '../../records/rows.ts'
 import { appendEvent, type Executor } from '../../webhooks/outbox.ts'
 import { getAnimal, recordWeight } from '../animals/service.ts'
@@ -58,12 +58,12 @@ export interface ActivityListQuery {
 
 export function listActivities(deps: Deps, accountId: string, query: ActivityListQuery) {
   const { limit, cursor, ...filters } = query
-  const conditions = [
-    equals(activities.animal_id, filters.animal_id),
-    equals(activities.type, filters.type),
-    atOrAfter(activities.occurred_at, filters.from),
-    before(activities.occurred_at, filters.to),
-    atOrAfter(activities.updated_at, filters.updated_since),
+  const conditions = (f: Bound<typeof filters>) => [
+    equals(activities.animal_id, f.animal_id),
+    equals(activities.type, f.type),
+    atOrAfter(activities.occurred_at, f.from),
+    before(activities.occurred_at, f.to),
+    atOrAfter(activities.updated_at, f.updated_since),
   ]
   return listPage(deps, { list: 'activities', accountId, table: activities, filters, limit, cursor, conditions, sortBy: activities.occurred_at }, presentActivity)
 }

@@ -74,15 +74,15 @@ export function listAnimals(deps: Deps, accountId: string, query: AnimalListQuer
   const { limit, cursor, ...filters } = query
   return listPage(deps, {
     list: 'animals', accountId, table: animals, filters, limit, cursor,
-    conditions: [
+    conditions: (f) => [
       isNull(animals.deleted_at),
-      equals(animals.species_id, filters.species),
-      equals(animals.status, filters.status),
-      equals(animals.sex, filters.sex),
-      equals(animals.environment_id, filters.environment_id),
-      hasTag(animals.tags, filters.tag),
-      search(filters.q, animals.name, animals.reference_id),
-      atOrAfter(animals.updated_at, filters.updated_since),
+      equals(animals.species_id, f.species),
+      equals(animals.status, f.status),
+      equals(animals.sex, f.sex),
+      equals(animals.environment_id, f.environment_id),
+      hasTag(animals.tags, f.tag),
+      search(f.q, animals.name, animals.reference_id),
+      atOrAfter(animals.updated_at, f.updated_since),
     ],
   }, presentAnimal)
 }

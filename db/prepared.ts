@@ -1,0 +1,39 @@
+// Fixed-shape queries, built once by drizzle and run as prepared statements on the database or inside any open
+// transaction. Building a query costs drizzle tens of microseconds every time (the SQL tree walked, the columns
+// mapped); a prepared one is built once per process and driver, and postgres.js then also prepares it (named)
+// once per connection, so Postgres parses and plans it once instead of on every call. PGlite runs in this
+// process and parses every statement anyway: there only drizzle's building is saved.
+//
+// A statement's text is fixed: every value is a `sql.placeholder`, and a variable-length list goes as one array
+// parameter (`= any(…)`), so the number of statements is bounded by the shapes the code names, never by values.
+import type { Db } from './client.ts'
+
+/** A database handle or an open transaction on it (drizzle's). */
+export type Executor = Pick<Db, 'insert' | 'select' | 'update' | 'delete' | 'execute'>
+
+interface PreparedQuery<Result> { execute(values?: Record<string, unknown>): Promise<Result> }
+
+/**
+ * Drizzle binds a prepared query to the connection it was prepared on; to run one built once inside a transaction
+ * it runs a copy bound to that transaction's connection. Both drivers' prepared queries (postgres-js, pglite)
+ * keep it in `client` and read it on every execute (drizzle-orm 0.45); the suites on both backends run these
+ * statements inside transactions, where a wrong binding would write outside them or wait forever (PGlite).
+ */
+const sessionOf = (executor: Executor) => (executor as unknown as { session: { client: unknown; constructor: object } }).session
+
+/**
+ * `build` makes the query from any handle, with placeholders for its values; `name` names it on the server
+ * (unique per shape). The returned function runs it with the values on the given database or transaction.
+ */
+export function prepared<Result>(name: string, build: (db: Executor) => { prepare(name: string): PreparedQuery<Result> }) {
+  // One per driver kind: a process (a test) may hold a postgres.js and a PGlite database at once.
+  const byDriver = new Map<object, PreparedQuery<Result>>()
+  return (executor: Executor, values: Record<string, unknown>): Promise<Result> => {
+    const session = sessionOf(executor)
+    let query = byDriver.get(session.constructor)
+    if (!query) byDriver.set(session.constructor, query = build(executor).prepare(name))
+    const bound = Object.create(query) as PreparedQuery<Result> & { client: unknown }
+    bound.client = session.client
+    return bound.execute(values)
+  }
+}
