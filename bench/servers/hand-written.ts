@@ -104,7 +104,7 @@ async function recordActivity(tx: postgres.TransactionSql, accountId: string, bo
   if (body.type === 'weight') {
     const [animal] = await tx`with old as (
         select id, weight_grams, weighed_at from animals where account_id = ${accountId} and id = ${body.animal_id} and deleted_at is null
-          and (weighed_at is null or weighed_at <= ${occurredAt}) for update)
+          and (weighed_at is null or weighed_at <= ${occurredAt}) for no key update)
       update animals a set weight_grams = ${(details as { grams: number }).grams}, weighed_at = ${occurredAt}, version = a.version + 1, updated_at = now()
       from old where a.id = old.id
       returning ${UPDATED_ANIMAL_COLUMNS}, old.weight_grams as old_weight_grams, old.weighed_at as old_weighed_at`

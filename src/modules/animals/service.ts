@@ -136,11 +136,13 @@ export async function deleteAnimal(deps: Deps, accountId: string, id: string, if
 
 /**
  * A weighing as the animal's latest weight, unless a later one is recorded: the row locked, checked and updated
- * in one statement, which also returns the old values for the event's previous_attributes.
+ * in one statement, which also returns the old values for the event's previous_attributes. The lock is FOR NO
+ * KEY UPDATE (what the update itself takes): FOR UPDATE would wait on the key-share lock that a concurrent
+ * weighing's activity insert holds on the same animal (its foreign key), while that one waits on ours: a deadlock.
  */
 const weighAnimal = prepared('animals:weigh', (db) => {
   const old = db.$with('old').as(db.select({ id: animals.id, weight_grams: animals.weight_grams, weighed_at: animals.weighed_at }).from(animals)
-    .where(and(byId(), or(isNull(animals.weighed_at), lte(animals.weighed_at, sql`${p('at')}::timestamptz`)))).for('update'))
+    .where(and(byId(), or(isNull(animals.weighed_at), lte(animals.weighed_at, sql`${p('at')}::timestamptz`)))).for('no key update'))
   return db.with(old).update(animals)
     .set({ weight_grams: sql`${p('grams')}::float8`, weighed_at: sql`${p('at')}::timestamptz`, version: sql`${animals.version} + 1`, updated_at: sql`now()` })
     .from(old).where(eq(animals.id, old.id))
