@@ -2,6 +2,7 @@
 import type { Scenario } from '../lib/report.ts'
 import { activities } from './activities.ts'
 import { animalsWalk } from './animals-walk.ts'
+import { handWritten } from './hand-written.ts'
 import { generatorCheck } from './generator-check.ts'
 import { httpFloor } from './http-floor.ts'
 import { httpLayer } from './http-layer.ts'
@@ -35,6 +36,8 @@ export const SCENARIOS: Record<string, Scenario> = {
   activities,
   'readings-query': readingsQuery,
   mixed,
+  // Our records path ÷ the same two operations written by hand (Elysia + postgres.js, no drizzle, no pipeline).
+  'hand-written': handWritten,
   // Whether our load generator starves the server more than autocannon would (it always runs on this machine).
   'generator-check': generatorCheck,
 }

@@ -1,5 +1,6 @@
 import { eq, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
+import { prepared } from '../../db/prepared.ts'
 import { accounts, apiKeys, type Plan } from '../../db/schema/index.ts'
 import { AUTH_CHANNEL } from '../kv/channels.ts'
 import type { SharedStore } from '../kv/interface.ts'
@@ -22,6 +23,13 @@ interface CacheEntry { principal: Principal; tokenHash: string; cachedAt: number
 
 /** last_used_at is a hint for humans, so it is written at most once a minute per key, off the request path. */
 const TOUCH_INTERVAL_MS = 60_000
+
+/** A key and its account by the token's hash: the query every uncached key runs. */
+const keyByHash = prepared('api-keys:by-hash', (db) => db.select({
+  keyId: apiKeys.id, accountId: apiKeys.accountId, kind: apiKeys.kind, scopes: apiKeys.scopes,
+  deviceId: apiKeys.deviceId, expiresAt: apiKeys.expiresAt, revokedAt: apiKeys.revokedAt,
+  plan: accounts.plan, liveTestAllowlisted: accounts.liveTestAllowlisted,
+}).from(apiKeys).innerJoin(accounts, eq(accounts.id, apiKeys.accountId)).where(eq(apiKeys.tokenHash, sql.placeholder('tokenHash'))))
 
 /** An expired key is refused whether or not it is cached. */
 const live = (principal: Principal, now: number) => (principal.expiresAt !== null && principal.expiresAt <= now ? undefined : principal)
@@ -101,11 +109,7 @@ export class Authenticator {
   }
 
   private async read(tokenHash: string): Promise<Principal | undefined> {
-    const [row] = await this.db.select({
-      keyId: apiKeys.id, accountId: apiKeys.accountId, kind: apiKeys.kind, scopes: apiKeys.scopes,
-      deviceId: apiKeys.deviceId, expiresAt: apiKeys.expiresAt, revokedAt: apiKeys.revokedAt,
-      plan: accounts.plan, liveTestAllowlisted: accounts.liveTestAllowlisted,
-    }).from(apiKeys).innerJoin(accounts, eq(accounts.id, apiKeys.accountId)).where(eq(apiKeys.tokenHash, tokenHash))
+    const [row] = await keyByHash(this.db, { tokenHash })
     if (!row || row.revokedAt) return undefined
     return {
       keyId: row.keyId, accountId: row.accountId, kind: row.kind, scopes: row.scopes, deviceId: row.deviceId,

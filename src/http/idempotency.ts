@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto'
 import { and, eq, gte, lt, sql } from 'drizzle-orm'
 import { t } from 'elysia'
+import { prepared } from '../../db/prepared.ts'
 import { idempotencyKeys } from '../../db/schema/index.ts'
 import type { Deps } from '../deps.ts'
 import type { Executor } from '../webhooks/outbox.ts'
@@ -27,13 +28,33 @@ export function fingerprintOf(method: string, path: string, body: unknown): stri
   return createHash('sha256').update(`${method} ${path}\n${canonical(body)}`).digest('base64url')
 }
 
-interface DriverError { code?: string; constraint?: string; constraint_name?: string; cause?: DriverError }
+const p = sql.placeholder
+const keyRow = () => and(eq(idempotencyKeys.account_id, p('account')), eq(idempotencyKeys.key, p('key')))
+/** The stored response, if the key was used within the retention window. */
+const storedResponse = prepared('idempotency:stored', (db) => db.select({ fingerprint: idempotencyKeys.fingerprint, status: idempotencyKeys.status, body: idempotencyKeys.body })
+  .from(idempotencyKeys).where(and(keyRow(), gte(idempotencyKeys.created_at, sql`${p('since')}::timestamptz`))))
+/**
+ * Claims the key in one statement: a new key is inserted, a key past its retention window is taken over, and a
+ * live key (or one a concurrent writer holds: the primary key makes us wait for its commit) returns no row.
+ */
+const claimKey = prepared('idempotency:claim', (db) => db.insert(idempotencyKeys)
+  .values({ account_id: p('account'), key: p('key'), fingerprint: p('fingerprint'), status: 0, body: '' })
+  .onConflictDoUpdate({
+    target: [idempotencyKeys.account_id, idempotencyKeys.key],
+    set: { fingerprint: sql`excluded.fingerprint`, status: 0, body: '', created_at: sql`now()` },
+    setWhere: lt(idempotencyKeys.created_at, sql`${p('since')}::timestamptz`),
+  })
+  .returning({ key: idempotencyKeys.key }))
+const storeResponse = prepared('idempotency:store', (db) => db.update(idempotencyKeys)
+  .set({ status: sql`${p('status')}::int`, body: sql`${p('body')}::text` }).where(keyRow()))
+const forgetKey = prepared('idempotency:forget', (db) => db.delete(idempotencyKeys).where(keyRow()))
+/** A refusal thrown by the handler (its write rolled back), stored unless the key was taken meanwhile. */
+const storeRefusal = prepared('idempotency:store-refusal', (db) => db.insert(idempotencyKeys)
+  .values({ account_id: p('account'), key: p('key'), fingerprint: p('fingerprint'), status: sql`${p('status')}::int`, body: sql`${p('body')}::text` })
+  .onConflictDoNothing().returning({ key: idempotencyKeys.key }))
 
-/** Whether the error is our key's primary key refusing a second write (postgres.js and PGlite name fields apart). */
-function isKeyTaken(error: unknown): boolean {
-  const e = ((error as DriverError | undefined)?.cause ?? error) as DriverError | undefined
-  return e?.code === '23505' && (e.constraint_name ?? e.constraint) === 'idempotency_keys_account_id_key_pk'
-}
+/** Thrown inside the write's transaction when the key is live: the transaction rolls back and the response replays. */
+class KeyTaken extends Error {}
 
 export interface IdempotentRequest {
   accountId: string
@@ -70,46 +91,34 @@ export async function runIdempotent(deps: Deps, request: IdempotentRequest, perf
     const remember = async (stored: StoredResponse) => {
       await deps.shared.set(cacheKey, JSON.stringify(stored), IDEMPOTENCY_RETENTION_MS)
     }
-    const loadStored = async (): Promise<StoredResponse | undefined> => {
-      const [row] = await db.select({ fingerprint: idempotencyKeys.fingerprint, status: idempotencyKeys.status, body: idempotencyKeys.body })
-        .from(idempotencyKeys)
-        .where(and(eq(idempotencyKeys.account_id, accountId), eq(idempotencyKeys.key, key),
-          gte(idempotencyKeys.created_at, new Date(Date.now() - IDEMPOTENCY_RETENTION_MS))))
-      return row
-    }
+    const row = { account: accountId, key }
+    const since = () => new Date(Date.now() - IDEMPOTENCY_RETENTION_MS).toISOString()
     const replayStored = async () => {
-      const stored = await loadStored()
+      const [stored] = await storedResponse(db, { ...row, since: since() })
       if (!stored) throw new Error('idempotency key conflict without a stored response')
       await remember(stored)
       return fromStore(stored)
     }
 
-    // Redis may have lost the cached response (eviction, FLUSHALL, failover); Postgres has not.
-    const earlier = await loadStored()
-    if (earlier) { await remember(earlier); return fromStore(earlier) }
-
+    // Redis may have lost the cached response (eviction, FLUSHALL, failover); Postgres has not: a live key's
+    // claim returns nothing, and its stored response replays.
     let outcome: Outcome
     try {
       outcome = await db.transaction(async (tx) => {
-        // A key past its retention window may be used again.
-        await tx.delete(idempotencyKeys).where(and(eq(idempotencyKeys.account_id, accountId), eq(idempotencyKeys.key, key),
-          lt(idempotencyKeys.created_at, new Date(Date.now() - IDEMPOTENCY_RETENTION_MS))))
         // Claim the key before doing the work: a concurrent writer that lost its Redis lock blocks here on the
         // primary key until we commit, then replays our response instead of writing.
-        await tx.insert(idempotencyKeys).values({ account_id: accountId, key, fingerprint, status: 0, body: '' })
+        if (!(await claimKey(tx, { ...row, fingerprint, since: since() })).length) throw new KeyTaken()
         const result = await perform(tx)
-        const keyRow = and(eq(idempotencyKeys.account_id, accountId), eq(idempotencyKeys.key, key))
-        if (storable(result.status)) await tx.update(idempotencyKeys).set(result).where(keyRow)
-        else await tx.delete(idempotencyKeys).where(keyRow)
+        if (storable(result.status)) await storeResponse(tx, { ...row, status: result.status, body: result.body })
+        else await forgetKey(tx, row)
         return result
       })
     } catch (error) {
-      // Another process wrote this key while our lock was lost: its write stands, ours rolled back.
-      if (isKeyTaken(error)) return await replayStored()
+      // The key is live, or another process wrote it while our lock was lost: its write stands, ours rolled back.
+      if (error instanceof KeyTaken) return await replayStored()
       if (!(error instanceof ApiError) || !storable(error.status)) throw error
       outcome = { status: error.status, body: JSON.stringify(problemBody(error.code, error.detail, request.requestId, error.extra.errors, error.extra.fields)) }
-      const inserted = await db.insert(idempotencyKeys).values({ account_id: accountId, key, fingerprint, ...outcome })
-        .onConflictDoNothing().returning({ key: idempotencyKeys.key })
+      const inserted = await storeRefusal(db, { ...row, fingerprint, ...outcome })
       if (!inserted.length) return await replayStored()
     }
     if (storable(outcome.status)) await remember({ fingerprint, ...outcome })

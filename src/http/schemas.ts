@@ -12,7 +12,7 @@ export const JsonInteger = (options?: IntegerOptions) => Type.Integer(options)
 export const Problem = t.Object({
   type: t.String({ format: 'uri' }),
   title: t.String(),
-  status: t.Integer(),
+  status: JsonInteger(),
   detail: t.String(),
   code: t.String({ description: 'Stable machine-readable error code (CONTRACT §3).' }),
   request_id: t.String(),

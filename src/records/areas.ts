@@ -2,7 +2,7 @@
 // its table, its item schema, its filters. The routes, the importer and the demo data all read these declarations.
 import { Elysia, t } from 'elysia'
 import type { TObject, TSchema } from '@sinclair/typebox'
-import type { SQL } from 'drizzle-orm'
+import type { Placeholder, SQL } from 'drizzle-orm'
 import type { Scope } from '../auth/scopes.ts'
 import type { Deps } from '../deps.ts'
 import { op } from '../http/operation.ts'
@@ -26,7 +26,8 @@ export interface ReadOnlyArea {
   item: TObject
   /** Query parameters beyond paging. */
   filters: Record<string, TSchema>
-  conditions(filters: Record<string, any>): (SQL | undefined)[]
+  /** Given each present filter as a placeholder (see list.ts). */
+  conditions(bound: Record<string, Placeholder | undefined>): (SQL | undefined)[]
 }
 
 export const defineArea = (area: ReadOnlyArea) => area
@@ -38,7 +39,7 @@ export function readOnlyRoutes(deps: Deps, areas: readonly ReadOnlyArea[]) {
     app.get(area.path, ({ request, query }) => {
       const { limit, cursor, ...filters } = query as Record<string, any>
       return listPage(deps, {
-        list: area.name, accountId: principalOf(request).accountId, table: area.table, filters, limit, cursor, conditions: area.conditions(filters),
+        list: area.name, accountId: principalOf(request).accountId, table: area.table, filters, limit, cursor, conditions: area.conditions,
       }, presentRow)
     }, {
       query: t.Object({ ...pageQuery(), ...area.filters }),

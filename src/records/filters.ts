@@ -1,32 +1,36 @@
-// The filters lists share; each returns undefined when its parameter is absent (drizzle's and() skips those).
-import { eq, gte, lt, lte, or, sql, type SQL } from 'drizzle-orm'
+// The filters lists share. Each takes the filter's placeholder (see records/list.ts) and returns undefined when
+// the filter is absent (drizzle's and() skips those). Values are bound as given, so whatever a filter needs done
+// to its value is done in SQL, and the statement's text stays the same for every value.
+import { eq, gte, lt, lte, or, sql, type Placeholder, type SQL } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 
-export const equals = (column: PgColumn, value: string | number | undefined): SQL | undefined =>
+type Bound = Placeholder | undefined
+
+export const equals = (column: PgColumn, value: Bound): SQL | undefined =>
   value === undefined ? undefined : eq(column, value)
 
-/** `updated_since` and other instant lower bounds: at or after. */
-export const atOrAfter = (column: PgColumn, instant: string | undefined): SQL | undefined =>
-  instant === undefined ? undefined : gte(column, new Date(instant))
+/** `updated_since` and other instant lower bounds (RFC 3339): at or after. */
+export const atOrAfter = (column: PgColumn, instant: Bound): SQL | undefined =>
+  instant === undefined ? undefined : gte(column, sql`${instant}::timestamptz`)
 
 /** Instant upper bounds: strictly before, so consecutive windows never count a row twice. */
-export const before = (column: PgColumn, instant: string | undefined): SQL | undefined =>
-  instant === undefined ? undefined : lt(column, new Date(instant))
+export const before = (column: PgColumn, instant: Bound): SQL | undefined =>
+  instant === undefined ? undefined : lt(column, sql`${instant}::timestamptz`)
 
 /** Inclusive calendar-date range. */
-export const dateFrom = (column: PgColumn, day: string | undefined) => (day === undefined ? undefined : gte(column, day))
-export const dateTo = (column: PgColumn, day: string | undefined) => (day === undefined ? undefined : lte(column, day))
+export const dateFrom = (column: PgColumn, day: Bound) => (day === undefined ? undefined : gte(column, sql`${day}::date`))
+export const dateTo = (column: PgColumn, day: Bound) => (day === undefined ? undefined : lte(column, sql`${day}::date`))
 
-export const hasTag = (column: PgColumn, tag: string | undefined): SQL | undefined =>
-  tag === undefined ? undefined : sql`${column} @> array[${tag}]::text[]`
+export const hasTag = (column: PgColumn, tag: Bound): SQL | undefined =>
+  tag === undefined ? undefined : sql`${column} @> array[${tag}::text]`
 
 /** Case-insensitive substring search over several text columns; LIKE wildcards in the text match literally. */
-export function search(text: string | undefined, ...columns: PgColumn[]): SQL | undefined {
+export function search(text: Bound, ...columns: PgColumn[]): SQL | undefined {
   if (text === undefined) return undefined
-  const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+  const pattern = sql`'%' || regexp_replace(${text}::text, '([\\\\%_])', '\\\\\\1', 'g') || '%'`
   return or(...columns.map((column) => sql`${column} ilike ${pattern}`))
 }
 
 /** Either of two columns equals the value (e.g. an animal as dam or sire). */
-export const eitherEquals = (a: PgColumn, b: PgColumn, value: string | undefined): SQL | undefined =>
+export const eitherEquals = (a: PgColumn, b: PgColumn, value: Bound): SQL | undefined =>
   value === undefined ? undefined : or(eq(a, value), eq(b, value))

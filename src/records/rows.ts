@@ -14,8 +14,10 @@ export type Presented<Row> = {
 /** A stored row as the API shows it: storage-only columns dropped, instants as RFC 3339 UTC with milliseconds. */
 export function presentRow<Row extends Record<string, unknown>>(row: Row): Presented<Row> {
   const out: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(row)) {
+  // for…in rather than Object.entries, which allocates a pair per field (a page of 50 animals has a thousand).
+  for (const key in row) {
     if (HIDDEN.has(key)) continue
+    const value = row[key]
     out[key] = value instanceof Date ? value.toISOString() : value
   }
   return out as Presented<Row>

@@ -1,8 +1,8 @@
 // Change events are written to the outbox in the same transaction as the change (CONTRACT §8), so an event
 // exists exactly when its change committed. Delivery reads the outbox (issue 5).
-import type { Db } from '../../db/client.ts'
 import { sql } from 'drizzle-orm'
-import { outboxEvents, webhookDeliveries } from '../../db/schema/index.ts'
+import { prepared, type Executor } from '../../db/prepared.ts'
+import { outboxEvents, webhookDeliveries, webhookEndpoints } from '../../db/schema/index.ts'
 import { newId } from '../ids.ts'
 
 export const EVENT_TYPES = [
@@ -14,8 +14,20 @@ export const EVENT_TYPES = [
 ] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 
-/** A database handle or an open transaction on it. */
-export type Executor = Pick<Db, 'insert' | 'select' | 'update' | 'delete' | 'execute'>
+export type { Executor }
+
+const p = sql.placeholder
+
+/**
+ * The event row and its deliveries to the account's enabled endpoints that want it, in one statement: an event
+ * is committed with its deliveries or not at all, and writing it costs one round trip.
+ */
+const insertEvent = prepared('outbox:append', () => sql`with event as (
+    insert into ${outboxEvents} (id, account_id, type, payload, created_at)
+    values (${p('id')}, ${p('account')}, ${p('type')}, ${p('payload')}, ${p('createdAt')}::timestamptz) returning id, account_id, type)
+  insert into ${webhookDeliveries} (account_id, endpoint_id, event_id, event_type)
+  select e.account_id, e.id, event.id, event.type from ${webhookEndpoints} e join event on e.account_id = event.account_id
+  where e.status = 'enabled' and (event.type = any(e.enabled_events) or '*' = any(e.enabled_events))`)
 
 /**
  * Appends `{ id, type, created_at, data: { object, previous_attributes? } }`, minified, as it will be signed and
@@ -23,15 +35,10 @@ export type Executor = Pick<Db, 'insert' | 'select' | 'update' | 'delete' | 'exe
  */
 export async function appendEvent(tx: Executor, accountId: string, type: EventType, object: Record<string, unknown>, previousAttributes?: Record<string, unknown>): Promise<string> {
   const id = newId('event')
-  const createdAt = new Date()
+  const createdAt = new Date().toISOString()
   const data = previousAttributes ? { object, previous_attributes: previousAttributes } : { object }
-  const payload = JSON.stringify({ id, type, created_at: createdAt.toISOString(), data })
-  await tx.insert(outboxEvents).values({ id, account_id: accountId, type, payload, created_at: createdAt })
-  // Fan out to the account's enabled endpoints that want this event, in the same transaction: an event is
-  // committed with its deliveries or not at all.
-  await tx.execute(sql`insert into webhook_deliveries (account_id, endpoint_id, event_id, event_type)
-    select account_id, id, ${id}, ${type} from webhook_endpoints
-    where account_id = ${accountId} and status = 'enabled' and (${type} = any(enabled_events) or '*' = any(enabled_events))`)
+  const payload = JSON.stringify({ id, type, created_at: createdAt, data })
+  await insertEvent(tx, { id, account: accountId, type, payload, createdAt })
   return id
 }
 

@@ -6,7 +6,7 @@ import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { requestState } from '../../http/request-state.ts'
 import { principalOf } from '../../http/request.ts'
-import { Timestamp } from '../../http/schemas.ts'
+import { Timestamp, JsonInteger } from '../../http/schemas.ts'
 import { findKeyById, maskedToken } from '../../auth/keys.ts'
 
 const MeBody = t.Object({
@@ -28,11 +28,11 @@ const MeBody = t.Object({
   scopes: t.Array(t.String(), { description: 'The scopes this key holds.' }),
   rate_limits: t.Object({
     policy: t.String({ description: 'As in the RateLimit-Policy header.' }),
-    limit: t.Integer({ description: 'Requests per window.' }),
-    remaining: t.Integer({ description: 'Left in the current window, after this request.' }),
-    window_seconds: t.Integer(),
-    reset_seconds: t.Integer({ description: 'Seconds until the window resets.' }),
-    reset_at: t.Integer({ description: 'Epoch seconds when the window resets.' }),
+    limit: JsonInteger({ description: 'Requests per window.' }),
+    remaining: JsonInteger({ description: 'Left in the current window, after this request.' }),
+    window_seconds: JsonInteger(),
+    reset_seconds: JsonInteger({ description: 'Seconds until the window resets.' }),
+    reset_at: JsonInteger({ description: 'Epoch seconds when the window resets.' }),
   }),
 }, { $id: '#/components/schemas/Me' })
 

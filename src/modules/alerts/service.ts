@@ -70,12 +70,12 @@ export function listRules(deps: Deps, accountId: string, query: RuleListQuery) {
   const { limit, cursor, ...filters } = query
   return listPage(deps, {
     list: 'alert-rules', accountId, table: alertRules, filters, limit, cursor,
-    conditions: [
+    conditions: (f) => [
       isNull(alertRules.deleted_at),
-      equals(alertRules.environment_id, filters.environment_id),
-      equals(alertRules.device_id, filters.device_id),
-      equals(alertRules.metric, filters.metric),
-      atOrAfter(alertRules.updated_at, filters.updated_since),
+      equals(alertRules.environment_id, f.environment_id),
+      equals(alertRules.device_id, f.device_id),
+      equals(alertRules.metric, f.metric),
+      atOrAfter(alertRules.updated_at, f.updated_since),
     ],
   }, presentRule)
 }
@@ -154,13 +154,13 @@ export function listAlerts(deps: Deps, accountId: string, query: AlertListQuery)
   const { limit, cursor, ...filters } = query
   return listPage(deps, {
     list: 'alerts', accountId, table: alerts, filters, limit, cursor,
-    conditions: [
-      equals(alerts.state, filters.state),
-      equals(alerts.kind, filters.kind),
-      equals(alerts.environment_id, filters.environment_id),
-      equals(alerts.device_id, filters.device_id),
-      equals(alerts.rule_id, filters.rule_id),
-      atOrAfter(alerts.updated_at, filters.updated_since),
+    conditions: (f) => [
+      equals(alerts.state, f.state),
+      equals(alerts.kind, f.kind),
+      equals(alerts.environment_id, f.environment_id),
+      equals(alerts.device_id, f.device_id),
+      equals(alerts.rule_id, f.rule_id),
+      atOrAfter(alerts.updated_at, f.updated_since),
     ],
   }, presentAlert)
 }

@@ -7,7 +7,7 @@ import { Preconditions, withEtag } from '../../http/etag.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
-import { PageOf, pageQuery } from '../../http/schemas.ts'
+import { PageOf, pageQuery, JsonInteger } from '../../http/schemas.ts'
 import { isId } from '../../ids.ts'
 import { DateOnly, IdOf, Instant, Metadata, Notes, Tags, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
 import { createAnimal, deleteAnimal, getAnimal, listAnimals, listAnimalTypes, presentAnimal, updateAnimal } from './service.ts'
@@ -81,7 +81,7 @@ const AnimalType = t.Object({
   species_id: SpeciesId,
   scientific_name: nullable(t.String()),
   common_name: nullable(t.String()),
-  count: t.Integer({ description: 'Animals of this species in the account (deleted ones excluded).' }),
+  count: JsonInteger({ description: 'Animals of this species in the account (deleted ones excluded).' }),
 }, { $id: '#/components/schemas/AnimalType' })
 
 const IdParam = t.Object({ id: t.String({ description: 'An animal id (`anm_…`).' }) })

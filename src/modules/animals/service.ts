@@ -1,5 +1,6 @@
 // Animals: data access and rules, free of HTTP. Every query is scoped to the caller's account.
-import { and, asc, count, eq, gt, inArray, isNull } from 'drizzle-orm'
+import { and, asc, count, eq, getTableColumns, gt, inArray, isNull, lte, or, sql } from 'drizzle-orm'
+import { prepared } from '../../../db/prepared.ts'
 import { SPECIES } from '../../../db/reference/species.ts'
 import { animals, environments } from '../../../db/schema/index.ts'
 import type { Deps } from '../../deps.ts'
@@ -36,9 +37,13 @@ export const presentAnimal = (row: AnimalRow) => presentRow(row)
 
 const live = (accountId: string) => and(eq(animals.account_id, accountId), isNull(animals.deleted_at))
 
+const p = sql.placeholder
+const byId = () => and(eq(animals.account_id, p('account')), isNull(animals.deleted_at), eq(animals.id, p('id')))
+const animalById = prepared('animals:get', (db) => db.select().from(animals).where(byId()))
+const animalByIdLocked = prepared('animals:get-for-update', (db) => db.select().from(animals).where(byId()).for('update'))
+
 export async function getAnimal(db: Executor, accountId: string, id: string, lock = false): Promise<AnimalRow | undefined> {
-  const query = db.select().from(animals).where(and(live(accountId), eq(animals.id, id)))
-  const [row] = await (lock ? query.for('update') : query)
+  const [row] = await (lock ? animalByIdLocked : animalById)(db, { account: accountId, id })
   return row
 }
 
@@ -74,15 +79,15 @@ export function listAnimals(deps: Deps, accountId: string, query: AnimalListQuer
   const { limit, cursor, ...filters } = query
   return listPage(deps, {
     list: 'animals', accountId, table: animals, filters, limit, cursor,
-    conditions: [
+    conditions: (f) => [
       isNull(animals.deleted_at),
-      equals(animals.species_id, filters.species),
-      equals(animals.status, filters.status),
-      equals(animals.sex, filters.sex),
-      equals(animals.environment_id, filters.environment_id),
-      hasTag(animals.tags, filters.tag),
-      search(filters.q, animals.name, animals.reference_id),
-      atOrAfter(animals.updated_at, filters.updated_since),
+      equals(animals.species_id, f.species),
+      equals(animals.status, f.status),
+      equals(animals.sex, f.sex),
+      equals(animals.environment_id, f.environment_id),
+      hasTag(animals.tags, f.tag),
+      search(f.q, animals.name, animals.reference_id),
+      atOrAfter(animals.updated_at, f.updated_since),
     ],
   }, presentAnimal)
 }
@@ -129,14 +134,27 @@ export async function deleteAnimal(deps: Deps, accountId: string, id: string, if
   })
 }
 
+/**
+ * A weighing as the animal's latest weight, unless a later one is recorded: the row locked, checked and updated
+ * in one statement, which also returns the old values for the event's previous_attributes. The lock is FOR NO
+ * KEY UPDATE (what the update itself takes): FOR UPDATE would wait on the key-share lock that a concurrent
+ * weighing's activity insert holds on the same animal (its foreign key), while that one waits on ours: a deadlock.
+ */
+const weighAnimal = prepared('animals:weigh', (db) => {
+  const old = db.$with('old').as(db.select({ id: animals.id, weight_grams: animals.weight_grams, weighed_at: animals.weighed_at }).from(animals)
+    .where(and(byId(), or(isNull(animals.weighed_at), lte(animals.weighed_at, sql`${p('at')}::timestamptz`)))).for('no key update'))
+  return db.with(old).update(animals)
+    .set({ weight_grams: sql`${p('grams')}::float8`, weighed_at: sql`${p('at')}::timestamptz`, version: sql`${animals.version} + 1`, updated_at: sql`now()` })
+    .from(old).where(eq(animals.id, old.id))
+    .returning({ ...getTableColumns(animals), old_weight_grams: old.weight_grams, old_weighed_at: old.weighed_at })
+})
+
 /** Records a weighing as the animal's latest weight, unless a later one is already recorded. */
 export async function recordWeight(tx: Executor, accountId: string, animalId: string, grams: number, at: Date): Promise<void> {
-  const current = await getAnimal(tx, accountId, animalId, true)
-  if (!current || (current.weighed_at && current.weighed_at > at)) return
-  const [row] = await tx.update(animals)
-    .set({ weight_grams: grams, weighed_at: at, version: current.version + 1, updated_at: new Date() })
-    .where(eq(animals.id, animalId)).returning()
-  await appendEvent(tx, accountId, 'animal.updated', presentAnimal(row!), presentRow({ weight_grams: current.weight_grams, weighed_at: current.weighed_at }))
+  const [row] = await weighAnimal(tx, { account: accountId, id: animalId, grams, at: at.toISOString() })
+  if (!row) return
+  const { old_weight_grams, old_weighed_at, ...animal } = row
+  await appendEvent(tx, accountId, 'animal.updated', presentAnimal(animal), presentRow({ weight_grams: old_weight_grams, weighed_at: old_weighed_at }))
 }
 
 /** The species present in the account with how many (undeleted) animals of each, keyset-paged by species id. */

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { JsonInteger } from '../../http/schemas.ts'
 import { BREEDING_STATUSES, CLUTCH_STATUSES, breedingRecords, clutches } from '../../../db/schema/index.ts'
 import { defineArea } from '../../records/areas.ts'
 import { DateOnly, IdOf, Instant, Notes, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
@@ -7,6 +8,8 @@ import { atOrAfter, dateFrom, dateTo, eitherEquals, equals } from '../../records
 const RecordStatus = oneOf(BREEDING_STATUSES, 'planned → paired → gravid → laid, or unsuccessful.')
 const ClutchStatus = oneOf(CLUTCH_STATUSES)
 const SpeciesId = t.String({ minLength: 1, maxLength: 100, description: 'A `/species` id.' })
+// t.Integer, not JsonInteger: it is also used nullable, and a nullable JsonInteger would change the published
+// schema's form (type: [integer, null] instead of anyOf); these lists are not hot.
 const Count = t.Integer({ minimum: 0, maximum: 1000 })
 
 export const BreedingRecord = t.Object({
@@ -14,7 +17,7 @@ export const BreedingRecord = t.Object({
   species_id: SpeciesId,
   dam_id: nullable(IdOf('animal', 'The female.')),
   sire_id: nullable(IdOf('animal', 'The male.')),
-  season: t.Integer({ minimum: 1900, maximum: 2200, description: 'Breeding season (year).' }),
+  season: JsonInteger({ minimum: 1900, maximum: 2200, description: 'Breeding season (year).' }),
   status: RecordStatus,
   paired_on: nullable(DateOnly),
   separated_on: nullable(DateOnly),

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { JsonInteger } from '../../http/schemas.ts'
 import { CONTACT_KINDS, INVOICE_STATUSES, contacts, invoices } from '../../../db/schema/index.ts'
 import { defineArea } from '../../records/areas.ts'
 import { DateOnly, IdOf, Instant, Notes, Tags, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
@@ -6,7 +7,7 @@ import { atOrAfter, dateFrom, dateTo, equals, hasTag, search } from '../../recor
 
 const ContactKind = oneOf(CONTACT_KINDS)
 const InvoiceStatus = oneOf(INVOICE_STATUSES)
-const Amount = t.Integer({ description: 'In the currency’s minor unit (cents).' })
+const Amount = JsonInteger({ description: 'In the currency’s minor unit (cents).' })
 
 export const Contact = t.Object({
   id: IdOf('contact'),
@@ -28,7 +29,7 @@ export const Contact = t.Object({
 
 export const InvoiceLine = t.Object({
   description: t.String({ minLength: 1, maxLength: 500 }),
-  quantity: t.Integer({ minimum: 1 }),
+  quantity: JsonInteger({ minimum: 1 }),
   unit_amount: Amount,
   amount: Amount,
   animal_id: nullable(IdOf('animal', 'The animal sold on this line, if any.')),
@@ -46,7 +47,7 @@ export const Invoice = t.Object({
   line_items: t.Array(InvoiceLine, { maxItems: 500 }),
   subtotal: Amount,
   tax: Amount,
-  total: t.Integer({ description: 'subtotal + tax, in the minor unit.' }),
+  total: JsonInteger({ description: 'subtotal + tax, in the minor unit.' }),
   notes: nullable(Notes),
   created_at: Instant,
   updated_at: Instant,

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { JsonInteger } from '../../http/schemas.ts'
 import { DOCUMENT_KINDS, documents } from '../../../db/schema/index.ts'
 import { defineArea } from '../../records/areas.ts'
 import { DateOnly, IdOf, Instant, Notes, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
@@ -14,7 +15,7 @@ export const Document = t.Object({
   contact_id: nullable(IdOf('contact', 'The contact it concerns (vet, buyer, seller), if any.')),
   file_name: t.String({ minLength: 1, maxLength: 255 }),
   content_type: t.String({ minLength: 1, maxLength: 100, examples: ['application/pdf'] }),
-  size_bytes: t.Integer({ minimum: 0 }),
+  size_bytes: JsonInteger({ minimum: 0 }),
   sha256: nullable(t.String({ pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the file, to verify a download.' })),
   url: nullable(t.String({ format: 'uri', maxLength: 2000, description: 'Where the file can be downloaded.' })),
   issued_on: nullable(DateOnly),

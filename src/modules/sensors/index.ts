@@ -6,7 +6,7 @@ import { Preconditions, etagOf, withEtag } from '../../http/etag.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
-import { PageOf, pageQuery } from '../../http/schemas.ts'
+import { PageOf, pageQuery, JsonInteger } from '../../http/schemas.ts'
 import { isId } from '../../ids.ts'
 import { IdOf, Instant, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
 import { CLAIM_TTL_SECONDS, POLL_INTERVAL_SECONDS, VERIFICATION_PATH, pollClaim, startClaim } from './pairing.ts'
@@ -71,8 +71,8 @@ const ClaimStarted = t.Object({
   user_code: t.String({ pattern: '^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$', examples: ['BCDF-GHJK'], description: 'Show this to the owner; consonants only, no ambiguous characters.' }),
   verification_uri: t.String({ format: 'uri', description: 'The web console page where the owner enters the code and approves the device (or sends the code as `claim_code` of POST /sensors/devices), absolute as RFC 8628 asks.' }),
   verification_uri_complete: t.String({ format: 'uri', description: 'verification_uri with the code filled in (RFC 8628 §3.3.1), e.g. for a QR code; the owner still confirms before the device is paired.' }),
-  expires_in: t.Integer({ description: 'Seconds until the claim expires.' }),
-  interval: t.Integer({ description: 'Seconds to wait between polls; polling sooner answers slow_down.' }),
+  expires_in: JsonInteger({ description: 'Seconds until the claim expires.' }),
+  interval: JsonInteger({ description: 'Seconds to wait between polls; polling sooner answers slow_down.' }),
 }, { $id: '#/components/schemas/ClaimStarted' })
 
 const ClaimState = t.Object({

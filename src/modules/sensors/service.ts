@@ -9,6 +9,7 @@ import { DEVICE_CHANNEL } from '../../kv/channels.ts'
 import { requireMatch } from '../../http/etag.ts'
 import { mergePatch } from '../../http/merge-patch.ts'
 import { newId } from '../../ids.ts'
+import { atOrAfter } from '../../records/filters.ts'
 import { listPage } from '../../records/list.ts'
 import { presentRow } from '../../records/rows.ts'
 import { appendEvent, type Executor } from '../../webhooks/outbox.ts'
@@ -54,10 +55,10 @@ export function listDevices(deps: Deps, accountId: string, query: DeviceListQuer
   const { limit, cursor, ...filters } = query
   return listPage(deps, {
     list: 'sensor-devices', accountId, table: sensorDevices, filters, limit, cursor,
-    conditions: [
+    conditions: (f) => [
       isNull(sensorDevices.deleted_at),
-      filters.environment_id ? sql`${sensorDevices.channels} @> ${JSON.stringify([{ environment_id: filters.environment_id }])}::jsonb` : undefined,
-      filters.updated_since ? gte(sensorDevices.updated_at, new Date(filters.updated_since)) : undefined,
+      f.environment_id ? sql`${sensorDevices.channels} @> jsonb_build_array(jsonb_build_object('environment_id', ${f.environment_id}::text))` : undefined,
+      atOrAfter(sensorDevices.updated_at, f.updated_since),
     ],
   }, presentDevice)
 }

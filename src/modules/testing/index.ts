@@ -1,5 +1,6 @@
 // Routes that exist only with TEST_ROUTES=1, so tests can exercise the shared machinery (deprecation, body
 // checks, scopes, 500s, graceful shutdown) end to end before every real route that uses it exists.
+import { JsonInteger } from '../../http/schemas.ts'
 import { Elysia, t } from 'elysia'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { op } from '../../http/operation.ts'
@@ -33,7 +34,7 @@ export function testingModule() {
       return { pid: process.pid, slept_ms: query.ms }
     }, {
       query: t.Object({ ms: t.Integer({ minimum: 0, maximum: 10_000 }) }),
-      response: { 200: t.Object({ pid: t.Integer(), slept_ms: t.Integer() }) },
+      response: { 200: t.Object({ pid: JsonInteger(), slept_ms: JsonInteger() }) },
       detail: op({ summary: 'Answers after a delay, with the serving pid (tests only)', tags: ['Testing'], auth: 'public' }),
     })
 }

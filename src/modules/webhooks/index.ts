@@ -5,7 +5,7 @@ import { ApiError } from '../../http/errors.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
-import { PageOf, pageQuery } from '../../http/schemas.ts'
+import { PageOf, pageQuery, JsonInteger } from '../../http/schemas.ts'
 import { isId } from '../../ids.ts'
 import { IdOf, Instant, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
 import { EVENT_TYPES } from '../../webhooks/outbox.ts'
@@ -34,11 +34,11 @@ const Secret = t.String({ pattern: '^whsec_', description: 'The signing secret (
 const CreatedEndpoint = t.Composite([Endpoint, t.Object({ secret: Secret })], { $id: '#/components/schemas/CreatedWebhookEndpoint' })
 const UpdatedEndpoint = t.Composite([Endpoint, t.Object({ secret: nullable(Secret, 'The new secret after `rotate_secret`; null otherwise.') })], { $id: '#/components/schemas/UpdatedWebhookEndpoint' })
 const EndpointDetail = t.Composite([Endpoint, t.Object({
-  deliveries: t.Object({ pending: t.Integer(), succeeded: t.Integer(), failed: t.Integer() }, { description: 'Deliveries to this endpoint by state.' }),
+  deliveries: t.Object({ pending: JsonInteger(), succeeded: JsonInteger(), failed: JsonInteger() }, { description: 'Deliveries to this endpoint by state.' }),
   recent_attempts: t.Array(t.Object({
     event_id: IdOf('event'), event_type: t.String(), attempted_at: Instant,
     status_code: nullable(t.Integer(), 'null when no answer came (timeout, refused connection, refused URL).'),
-    duration_ms: t.Integer(), error: nullable(t.String()),
+    duration_ms: JsonInteger(), error: nullable(t.String()),
   }), { description: 'The latest 10 attempts, newest first.' }),
 })], { $id: '#/components/schemas/WebhookEndpointDetail' })
 

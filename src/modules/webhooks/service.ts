@@ -54,7 +54,7 @@ export function listEndpoints(deps: Deps, accountId: string, query: { limit?: nu
   const { limit, cursor, ...filters } = query
   return listPage(deps, {
     list: 'webhook-endpoints', accountId, table: webhookEndpoints, filters, limit, cursor,
-    conditions: [atOrAfter(webhookEndpoints.updated_at, filters.updated_since)],
+    conditions: (f) => [atOrAfter(webhookEndpoints.updated_at, f.updated_since)],
   }, presentEndpoint)
 }
 
