@@ -37,6 +37,8 @@ export interface IdempotentRequest {
   key: string
   fingerprint: string
   requestId: string
+  /** The request's URL, against which a stored problem's `type` is made absolute. */
+  url: string
 }
 
 export interface IdempotentResult extends Outcome { replayed: boolean }
@@ -104,7 +106,7 @@ export async function runIdempotent(deps: Deps, request: IdempotentRequest, perf
       // Another process wrote this key while our lock was lost: its write stands, ours rolled back.
       if (isKeyTaken(error)) return await replayStored()
       if (!(error instanceof ApiError) || !storable(error.status)) throw error
-      outcome = { status: error.status, body: JSON.stringify(problemBody(error.code, error.detail, request.requestId, error.extra.errors, error.extra.fields)) }
+      outcome = { status: error.status, body: JSON.stringify(problemBody(error.code, error.detail, request.requestId, request.url, error.extra.errors, error.extra.fields)) }
       const inserted = await db.insert(idempotencyKeys).values({ account_id: accountId, key, fingerprint, ...outcome })
         .onConflictDoNothing().returning({ key: idempotencyKeys.key })
       if (!inserted.length) return await replayStored()

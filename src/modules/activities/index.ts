@@ -63,7 +63,7 @@ export function activitiesModule(deps: Deps) {
       const key = headers['idempotency-key']
       const result = key === undefined
         ? { ...(await deps.database.db.transaction(perform)), replayed: false }
-        : await runIdempotent(deps, { accountId, key, fingerprint: fingerprintOf('POST', `${API_PREFIX}/activities`, body), requestId: state.requestId }, perform)
+        : await runIdempotent(deps, { accountId, key, fingerprint: fingerprintOf('POST', `${API_PREFIX}/activities`, body), requestId: state.requestId, url: request.url }, perform)
       return new Response(result.body, {
         status: result.status,
         headers: {
