@@ -67,7 +67,7 @@ async function checkFields(db: Executor, accountId: string, fields: AnimalFields
 
 export interface AnimalListQuery {
   limit?: number; cursor?: string
-  species?: string; status?: AnimalRow['status']; sex?: AnimalRow['sex']; environment_id?: string; tag?: string; q?: string; updated_since?: string
+  species_id?: string; status?: AnimalRow['status']; sex?: AnimalRow['sex']; environment_id?: string; tag?: string; q?: string; updated_since?: string
 }
 
 export function listAnimals(deps: Deps, accountId: string, query: AnimalListQuery) {
@@ -76,7 +76,7 @@ export function listAnimals(deps: Deps, accountId: string, query: AnimalListQuer
     list: 'animals', accountId, table: animals, filters, limit, cursor,
     conditions: [
       isNull(animals.deleted_at),
-      equals(animals.species_id, filters.species),
+      equals(animals.species_id, filters.species_id),
       equals(animals.status, filters.status),
       equals(animals.sex, filters.sex),
       equals(animals.environment_id, filters.environment_id),
