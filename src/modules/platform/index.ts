@@ -66,8 +66,9 @@ const Checks = t.Record(t.String(), t.Union([t.Literal('ok'), t.Literal('down')]
 
 export function platformModule(deps: Deps) {
   return new Elysia({ name: 'platform' })
-    .get(`${ERROR_PAGES_PATH}/:code`, ({ params, request }) => {
+    .get(`${ERROR_PAGES_PATH}/:code`, ({ params, request, set }) => {
       const code = params.code as ErrorCode
+      set.headers.vary = 'accept'
       // A browser following a problem's `type` gets a page; a client gets the same as JSON.
       if (/\btext\/html\b/.test(request.headers.get('accept') ?? '')) {
         return new Response(errorPage(code), { headers: { 'content-type': 'text/html; charset=utf-8', vary: 'accept' } }) as never
