@@ -75,9 +75,13 @@ export function createApp(deps: Deps) {
       if (admitted) return admitted.then(() => { Object.assign(set.headers, requestState(request).headers) })
       Object.assign(set.headers, requestState(request).headers)
     })
-    .onTransform(({ query }) => {
+    .onTransform(({ request }) => {
       // Text Postgres cannot store (NUL, lone surrogates) would fail the query as a 500; it is the caller's mistake.
-      const unstorable = unstorableFields(query, '/query')
+      // Such text can only arrive percent-encoded, so other URLs (the ingest hot path) cost one scan.
+      const url = request.url
+      const queryStart = url.indexOf('?')
+      if (queryStart === -1 || url.indexOf('%', queryStart) === -1) return
+      const unstorable = unstorableFields(Object.fromEntries(new URLSearchParams(url.slice(queryStart + 1))), '/query')
       if (unstorable.length) throw new ApiError('invalid_parameter', 'A query parameter holds text that cannot be stored.', { errors: unstorable })
     })
     .onParse(async ({ request }) => {
