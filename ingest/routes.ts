@@ -5,6 +5,7 @@ import { Elysia, t } from 'elysia'
 import { ApiError } from '../src/http/errors.ts'
 import { op } from '../src/http/operation.ts'
 import { API_PREFIX, type Pipeline } from '../src/http/pipeline.ts'
+import { requestState } from '../src/http/request-state.ts'
 import { principalOf } from '../src/http/request.ts'
 import { JsonInteger } from '../src/http/schemas.ts'
 import { oneOf } from '../src/records/fields.ts'
@@ -96,14 +97,16 @@ export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline)
     .post('/sensors/ping', async ({ request, query, body, set }) => {
       const fields = { ...query, ...(body ?? {}) } as Record<string, unknown>
       await pipeline.admitDeferred(request, typeof fields.key === 'string' ? fields.key : undefined)
+      // The response headers were taken before the deferred check counted the key: add its RateLimit headers.
+      Object.assign(set.headers, requestState(request).headers)
       return ping(request, set, fields, body ? '/body' : '/query')
     }, {
       query: PingFields,
       body: t.Optional(PingBody),
       response: { 204: t.Void({ description: 'Stored.' }) },
       detail: op({
-        summary: 'Submit readings from constrained firmware', description: 'The same fields as the GET, as a form or JSON body (or in the query string).',
-        tags: ['Sensors'], auth: ['device'], errors: [422, 503], keyParam: 'key', accepts: ['application/x-www-form-urlencoded', 'application/json'],
+        summary: 'Submit readings from constrained firmware', description: 'The same fields as the GET, as a form or JSON body (or in the query string). The device key may be the body\'s `key` field; OpenAPI has no security scheme for that, hence the empty requirement among the alternatives (a request with no key anywhere is a 401).',
+        tags: ['Sensors'], auth: ['device'], errors: [422, 503], keyParam: 'key', keyInBody: true, accepts: ['application/x-www-form-urlencoded', 'application/json'],
       }),
     })
 }

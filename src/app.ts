@@ -1,7 +1,8 @@
 // createApp(deps): the root Elysia app with the pipeline, the error vocabulary and every module. Never listens.
 import { Elysia, t, type AnyElysia } from 'elysia'
 import type { Deps } from './deps.ts'
-import { ApiError, problemResponse, type FieldError } from './http/errors.ts'
+import { ApiError, problemResponse } from './http/errors.ts'
+import { fieldErrors } from './http/field-errors.ts'
 import './http/formats.ts'
 import { docsPage } from './http/docs-page.ts'
 import { buildOpenApiDocument } from './http/openapi-document.ts'
@@ -32,15 +33,7 @@ import { testingModule } from './modules/testing/index.ts'
 /** What a 503 for an unreachable database asks the client to wait: about how long a restart or failover takes. */
 const DATABASE_RETRY_AFTER_SECONDS = 5
 
-/** Elysia's validation errors → field errors with JSON Pointer paths into the part of the request that failed. */
-function fieldErrors(error: any): FieldError[] {
-  const all: any[] = Array.isArray(error?.all) ? error.all : []
-  const where = error?.type === 'body' ? '/body' : error?.type === 'params' ? '/path' : error?.type === 'headers' ? '/header' : '/query'
-  const list = all.map((e) => ({ path: `${where}${e.path ?? ''}`, message: String(e.summary ?? e.message ?? 'is invalid') }))
-  return list.length ? list : [{ path: where, message: String(error?.message ?? 'is invalid') }]
-}
-
-function toApiError(code: string | number, error: unknown): ApiError {
+function toApiError(code: string | number, error: unknown, requestUrl: string): ApiError {
   if (error instanceof ApiError) return error
   // Elysia wraps what a parser throws (our 413 and 400 included) as the cause of its own ParseError.
   if ((error as Error | undefined)?.cause instanceof ApiError) return (error as Error).cause as ApiError
@@ -51,9 +44,12 @@ function toApiError(code: string | number, error: unknown): ApiError {
       return new ApiError('malformed_json', 'The body is not valid JSON.')
     case 'VALIDATION': {
       const e = error as any
-      if (e?.type === 'body') return new ApiError('validation_failed', 'The body does not match the schema.', { errors: fieldErrors(e) })
+      if (e?.type === 'body') return new ApiError('validation_failed', 'The body does not match the schema.', { errors: fieldErrors(e, '/body', requestUrl) })
       if (e?.type === 'params') return new ApiError('not_found', 'No such resource.')
-      return new ApiError('invalid_parameter', e?.type === 'headers' ? 'A request header is invalid.' : 'A query parameter is invalid.', { errors: fieldErrors(e) })
+      // Our answer failed its own schema: our fault, not the client's.
+      if (e?.type === 'response') return new ApiError('internal_error', 'Something went wrong on our side; the request id helps us find it.')
+      if (e?.type === 'headers') return new ApiError('invalid_parameter', 'A request header is invalid.', { errors: fieldErrors(e, '/header', requestUrl) })
+      return new ApiError('invalid_parameter', 'A query parameter is invalid.', { errors: fieldErrors(e, '/query', requestUrl) })
     }
     default:
       if (isDatabaseUnavailable(error)) {
@@ -91,6 +87,15 @@ export function createApp(deps: Deps) {
       if (admitted) return admitted.then(() => { Object.assign(set.headers, requestState(request).headers) })
       Object.assign(set.headers, requestState(request).headers)
     })
+    .onTransform(({ request }) => {
+      // Text Postgres cannot store (NUL, lone surrogates) would fail the query as a 500; it is the caller's mistake.
+      // Such text can only arrive percent-encoded, so other URLs (the ingest hot path) cost one scan.
+      const url = request.url
+      const queryStart = url.indexOf('?')
+      if (queryStart === -1 || url.indexOf('%', queryStart) === -1) return
+      const unstorable = unstorableFields(Object.fromEntries(new URLSearchParams(url.slice(queryStart + 1))), '/query')
+      if (unstorable.length) throw new ApiError('invalid_parameter', 'A query parameter holds text that cannot be stored.', { errors: unstorable })
+    })
     .onParse(async ({ request }) => {
       // JSON only (the pipeline already refused other media types); the size cap holds without Content-Length too.
       const text = await readBody(request)
@@ -105,12 +110,12 @@ export function createApp(deps: Deps) {
       return parseJsonBody(text)
     })
     .onError(({ code, error, request }) => {
-      const apiError = toApiError(code, error)
+      const apiError = toApiError(code, error, request.url)
       const state = requestState(request)
       state.errorStatus = apiError.status
       if (apiError.code === 'internal_error') deps.log.error('request failed', { request_id: state.requestId, error: String((error as Error)?.stack ?? error) })
       else if (apiError.code === 'service_unavailable' && !(error instanceof ApiError)) deps.log.warn('database unavailable', { request_id: state.requestId, error: String((error as Error)?.message ?? error) })
-      return problemResponse(apiError, state.requestId, state.headers)
+      return problemResponse(apiError, state.requestId, request.url, state.headers)
     })
     .onAfterResponse(({ request, route, set, responseValue }) => {
       const state = requestState(request)

@@ -25,24 +25,51 @@ const USAGE = `usage: bun run cli <command> [options]
                                               bulk-load records (no webhook events); AREA is one of
                                               ${IMPORT_AREA_NAMES.join(', ')}
   demo ACCOUNT_ID [--animals N] [--seed N]    fill an account without animals with a generated collection
-  migrate`
+  migrate
+  help                                        this list`
 
 class UsageError extends Error {}
+
+/** The usage line of the command `words` starts with (`keys list`, `import`…), or undefined for no known command. */
+function usageLineOf(words: string[]): string | undefined {
+  const lines = USAGE.split('\n').slice(1).map((line) => line.trim()).filter((line) => /^[a-z]/.test(line))
+  for (const take of [2, 1]) {
+    const prefix = words.slice(0, take).join(' ')
+    const line = words.length >= take && lines.find((l) => l === prefix || l.startsWith(`${prefix} `))
+    if (line) return line.replace(/\s{2,}.*$/, '')
+  }
+  return undefined
+}
+
+/** A usage error says what is wrong and how to call that one command (the whole list is `help`). */
+function usageMessage(error: UsageError, words: string[]): string {
+  const line = usageLineOf(words)
+  return line ? `${error.message}\nusage: bun run cli ${line}` : `${error.message}\nrun "bun run cli help" to list the commands`
+}
 
 function need(value: string | undefined, what: string): string {
   if (!value) throw new UsageError(`missing ${what}`)
   return value
 }
 
+function parseCommandLine(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv, allowPositionals: true,
+      options: {
+        name: { type: 'string' }, plan: { type: 'string' }, email: { type: 'string' }, allowlisted: { type: 'boolean' },
+        scopes: { type: 'string' }, 'expires-in': { type: 'string' },
+        format: { type: 'string' }, animals: { type: 'string' }, seed: { type: 'string' },
+      },
+    })
+  } catch (error) {
+    // An unknown option or a missing option value: the user's mistake, said in one line.
+    throw new UsageError((error as Error).message.split('. ')[0]!)
+  }
+}
+
 async function run(deps: Deps, argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv, allowPositionals: true,
-    options: {
-      name: { type: 'string' }, plan: { type: 'string' }, email: { type: 'string' }, allowlisted: { type: 'boolean' },
-      scopes: { type: 'string' }, 'expires-in': { type: 'string' },
-      format: { type: 'string' }, animals: { type: 'string' }, seed: { type: 'string' },
-    },
-  })
+  const { values, positionals } = parseCommandLine(argv)
   const [group, command, ...rest] = positionals
   const db = deps.database.db
   if (group === 'import') return importFile(deps, need(command, 'ACCOUNT_ID'), need(rest[0], 'AREA'), need(rest[1], 'FILE'), values.format)
@@ -90,12 +117,15 @@ async function run(deps: Deps, argv: string[]): Promise<void> {
       console.log(`token (shown once): ${token}`)
       return
     }
-    case 'keys list':
-      for (const k of await listKeys(db, need(rest[0], 'ACCOUNT_ID'))) {
+    case 'keys list': {
+      const keys = await listKeys(db, need(rest[0], 'ACCOUNT_ID'))
+      console.log(['ID', 'KIND', 'TOKEN', 'STATE', 'LAST USED', 'NAME', 'SCOPES'].join('\t'))
+      for (const k of keys) {
         const state = k.revokedAt ? 'revoked' : k.expiresAt && k.expiresAt < new Date() ? 'expired' : 'active'
-        console.log(`${k.id}\t${k.kind}\t${maskedToken(k)}\t${state}\tlast used ${k.lastUsedAt?.toISOString() ?? 'never'}\t${k.name}\t${k.scopes.join(' ')}`)
+        console.log(`${k.id}\t${k.kind}\t${maskedToken(k)}\t${state}\t${k.lastUsedAt?.toISOString() ?? 'never'}\t${k.name}\t${k.scopes.join(' ')}`)
       }
       return
+    }
     case 'keys revoke': {
       const id = need(rest[0], 'KEY_ID')
       const key = await revokeKeyEverywhere(db, deps.authenticator, id)
@@ -114,6 +144,9 @@ async function run(deps: Deps, argv: string[]): Promise<void> {
       console.log(`status ${status}`)
       return
     }
+    case 'help undefined':
+      console.log(USAGE)
+      return
     case 'migrate undefined':
       console.log(`migrations applied (${deps.database.kind})`)
       return
@@ -156,7 +189,7 @@ try {
 } catch (error) {
   code = error instanceof UsageError ? 2 : 1
   if (error instanceof ImportError) console.error([`import failed: ${error.message}`, ...error.errors].join('\n'))
-  else console.error(error instanceof UsageError ? `${error.message}\n\n${USAGE}` : error)
+  else console.error(error instanceof UsageError ? usageMessage(error, process.argv.slice(2).filter((word) => !word.startsWith('-'))) : error)
 } finally {
   await deps.close()
 }

@@ -38,11 +38,39 @@ export class ApiError extends Error {
   }
 }
 
-export const PROBLEM_TYPE_BASE = 'https://docs.husbandry.example/errors/'
+/** What each code means and what to do about it: the page a problem's `type` leads to (GET /api/v1/errors/{code}). */
+export const ERROR_HELP: Record<ErrorCode, string> = {
+  malformed_json: 'The body could not be parsed as JSON (or as a form, where the operation accepts one). Check quoting, commas and the Content-Type header.',
+  invalid_parameter: 'A query parameter or header has a value the operation does not accept. Each entry of `errors` names the parameter (e.g. `/query/limit`) and what it must be.',
+  invalid_cursor: 'The `cursor` was not issued for this list, account and filters, or it was altered. Start again from the first page, with the same filters.',
+  authentication_required: 'No key was sent. Send a personal access token or device key as `Authorization: Bearer <key>` or `X-API-Key: <key>` (`/sensors/ping` also takes `key` in the query string or body).',
+  invalid_token: 'The key is malformed, unknown, revoked or expired. Check that it was copied whole; make a new key if it was revoked or has expired.',
+  insufficient_scope: 'The key is valid but may not call this operation. `required_scopes` lists the scopes a personal token needs; when it is empty, the operation takes a device key instead of a personal token.',
+  device_key_not_allowed: 'A device key may only submit readings (`POST /sensors/readings`, `/sensors/ping`) and read its own device. Use a personal access token for everything else.',
+  plan_not_eligible: 'API access needs the Breeder plan or above (or the live-test allowlist while `GET /status` reports `limited`).',
+  not_found: 'No such route, or no such record in this account (records of another account are not found either).',
+  method_not_allowed: 'The path does not serve this method; the `Allow` header lists the ones it does (empty when API v1 serves no writes there).',
+  conflict: 'The request conflicts with the current state of the record (for example, a name or code already taken). `detail` says which.',
+  idempotency_key_in_use: 'A request with this Idempotency-Key is still being processed. Wait for it, then retry to receive its stored response.',
+  precondition_failed: 'The record changed since the version named in `If-Match`. Read it again, reapply your change, and send the new ETag.',
+  payload_too_large: 'The request body exceeds the size limit. Send fewer items per request.',
+  unsupported_media_type: 'The body was sent with a Content-Type this operation does not accept; the `Accept` header lists the ones it does.',
+  validation_failed: 'The body does not match the operation\'s schema, or refers to records that do not exist. Each entry of `errors` points at the field (e.g. `/body/name`) and says what it must be. Nothing was changed.',
+  idempotency_key_mismatch: 'This Idempotency-Key was used before with a different request body. Use a new key for a different request.',
+  rate_limited: 'The key made more requests than its plan allows in the current window. Wait for the seconds in `Retry-After`; the RateLimit headers show the quota.',
+  internal_error: 'Something failed on our side. Retry later; quote the `request_id` if you report it.',
+  service_unavailable: 'A backing service is unreachable right now and nothing was changed. Retry after the seconds in `Retry-After`.',
+}
 
-export function problemBody(code: ErrorCode, detail: string, requestId: string, errors: FieldError[] = [], fields: Record<string, unknown> = {}) {
+/** Where problem types are explained, under the API prefix (a literal here: pipeline.ts imports this file). */
+export const ERROR_PAGES_PATH = '/api/v1/errors'
+
+/** A problem's `type`: the service's own page for the code, absolute against the request's URL (RFC 9457 §3.1.1). */
+export const problemType = (code: ErrorCode, requestUrl: string) => new URL(`${ERROR_PAGES_PATH}/${code}`, requestUrl).href
+
+export function problemBody(code: ErrorCode, detail: string, requestId: string, requestUrl: string, errors: FieldError[] = [], fields: Record<string, unknown> = {}) {
   return {
-    type: PROBLEM_TYPE_BASE + code,
+    type: problemType(code, requestUrl),
     title: ERRORS[code].title,
     status: ERRORS[code].status,
     detail,
@@ -53,8 +81,8 @@ export function problemBody(code: ErrorCode, detail: string, requestId: string, 
   }
 }
 
-export function problemResponse(error: ApiError, requestId: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(problemBody(error.code, error.detail, requestId, error.extra.errors, error.extra.fields)), {
+export function problemResponse(error: ApiError, requestId: string, requestUrl: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(problemBody(error.code, error.detail, requestId, requestUrl, error.extra.errors, error.extra.fields)), {
     status: error.status,
     headers: { ...headers, ...error.extra.headers, 'content-type': 'application/problem+json' },
   })

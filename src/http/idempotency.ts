@@ -61,6 +61,8 @@ export interface IdempotentRequest {
   key: string
   fingerprint: string
   requestId: string
+  /** The request's URL, against which a stored problem's `type` is made absolute. */
+  url: string
 }
 
 export interface IdempotentResult extends Outcome { replayed: boolean }
@@ -117,7 +119,7 @@ export async function runIdempotent(deps: Deps, request: IdempotentRequest, perf
       // The key is live, or another process wrote it while our lock was lost: its write stands, ours rolled back.
       if (error instanceof KeyTaken) return await replayStored()
       if (!(error instanceof ApiError) || !storable(error.status)) throw error
-      outcome = { status: error.status, body: JSON.stringify(problemBody(error.code, error.detail, request.requestId, error.extra.errors, error.extra.fields)) }
+      outcome = { status: error.status, body: JSON.stringify(problemBody(error.code, error.detail, request.requestId, request.url, error.extra.errors, error.extra.fields)) }
       const inserted = await storeRefusal(db, { ...row, fingerprint, ...outcome })
       if (!inserted.length) return await replayStored()
     }
@@ -153,7 +155,7 @@ export async function respondIdempotently(
   const state = requestState(request)
   const result = key === undefined
     ? { ...(await deps.database.db.transaction(perform)), replayed: false }
-    : await runIdempotent(deps, { accountId, key, fingerprint: fingerprintOf('POST', new URL(request.url).pathname, body), requestId: state.requestId }, perform)
+    : await runIdempotent(deps, { accountId, key, fingerprint: fingerprintOf('POST', new URL(request.url).pathname, body), requestId: state.requestId, url: request.url }, perform)
   return new Response(result.body, {
     status: result.status,
     headers: {

@@ -6,20 +6,27 @@ import { ALL_SCOPES } from '../auth/scopes.ts'
 import { ALERTS_TAG_DESCRIPTION } from '../modules/alerts/index.ts'
 import { API_VERSION } from '../platform.ts'
 import { ERRORS } from './errors.ts'
-import { ROUTE_POLICY, type RoutePolicy } from './operation.ts'
+import { DEVICE_KEY_QUERY_SCHEME, ROUTE_POLICY, type RoutePolicy } from './operation.ts'
 import { MAX_BODY_BYTES } from './checks/body-limits.ts'
 import { Problem } from './schemas.ts'
 
 const DESCRIPTION = `
 REST API over an account's husbandry records. Decisions this document records, beyond the published reference:
 
-- **Authentication**: \`Authorization: Bearer <token>\` or \`X-API-Key: <token>\` (both present and different: 400).
+- **Authentication**: \`Authorization: Bearer <token>\` or \`X-API-Key: <token>\` (both present and different: 400);
+  each operation lists the security schemes it accepts. \`/sensors/ping\` also takes the device key as the \`key\` query
+  parameter (scheme \`deviceKeyQuery\`) or, by POST, as the \`key\` field of the form or JSON body: OpenAPI has no
+  scheme for a key in a body, so that operation also lists the empty requirement \`{}\`; a request with no key
+  anywhere is still a 401.
   Personal access tokens start \`hrs_pat_\`, device keys \`hrs_dev_\`; 30 base62 random characters follow, then a
   6-character base62 CRC32 checksum, so malformed tokens fail without a lookup.
 - **Order of checks**: 401 → 429 → 404/405 → 403 (device key, plan, scope) → 413/415 → 400 (malformed JSON, bad query)
   → 422 (body validation) → the handler. Rate limiting counts every authenticated request, refused or not.
 - **Errors** are RFC 9457 \`application/problem+json\` with a stable \`code\`, the \`request_id\`, and \`errors[]\` of
-  \`{ path, message }\` (JSON Pointers). Unknown body fields are a 422. Another account's resource is a 404.
+  \`{ path, message }\`: one entry per field, at the field's JSON Pointer (\`/query/limit\`, \`/body/name\`), saying what
+  it must be (an enumeration lists its values). \`type\` is \`GET /api/v1/errors/{code}\`, absolute against the
+  request's URL, which explains the code (HTML to a browser). Unknown body fields are a 422. Another account's
+  resource is a 404.
 - **405**: any method a path does not serve answers 405 with \`Allow\`; a write to a path v1 does not serve at all
   (e.g. \`POST /environment/zones\`) answers 405 with an empty \`Allow\`. \`GET\` of an unknown path is 404.
 - **Lists** are keyset-paginated: \`limit\` (1–200, default 50) and \`cursor\`; the body is
@@ -156,11 +163,18 @@ function hoistNamedSchemas(node: unknown, schemas: Record<string, unknown>): unk
   return { $ref: $id }
 }
 
+/** The query parameter that may carry a device key: one name for every operation, since it is one scheme. */
+function onlyKeyParam(names: Set<string>): string {
+  if (names.size > 1) throw new Error(`operations take the key in different query parameters (${[...names].join(', ')}); one scheme allows one`)
+  return [...names][0] ?? 'key'
+}
+
 export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
   // staticFile: false keeps openapi.json itself in the document (the generator skips dotted paths by default).
   const generated = toOpenAPISchema(app, { staticFile: false })
   const usedResponses = new Set<string>()
   const usedSchemes = new Set<string>()
+  const keyParams = new Set<string>()
   const policies = new Map<string, RoutePolicy>()
   const bodies = new Map<string, unknown>()
   for (const route of app.routes) {
@@ -168,6 +182,7 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
     const policy = hooks?.detail?.[ROUTE_POLICY] as RoutePolicy | undefined
     const key = `${route.method.toLowerCase()} ${route.path.replace(/:([^/]+)/g, '{$1}')}`
     if (policy) policies.set(key, policy)
+    if (policy?.keyParam) keyParams.add(policy.keyParam)
     // The generator leaves request bodies empty when the app parses bodies itself (our onParse), so the
     // route's own body schema is used (a TypeBox schema is JSON Schema once its symbol keys are dropped).
     if (hooks?.body) bodies.set(key, JSON.parse(JSON.stringify(hooks.body)))
@@ -178,6 +193,7 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
       const policy = policies.get(`${method} ${path}`)
       delete operation[ROUTE_POLICY]
       if (!policy) continue
+      for (const parameter of operation.parameters ?? []) if (parameter.schema?.deprecated) parameter.deprecated = true
       const bodySchema = bodies.get(`${method} ${path}`)
       if (operation.requestBody && bodySchema) {
         operation.requestBody.content = Object.fromEntries(policy.accepts.map((type) => [type, { schema: bodySchema }]))
@@ -249,9 +265,12 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
       securitySchemes: Object.fromEntries(Object.entries({
         personalToken: {
           type: 'http', scheme: 'bearer',
-          description: `Personal access token (\`hrs_pat_…\`), also accepted as \`X-API-Key\`. The requirement lists the scopes the token must hold; known scopes: ${ALL_SCOPES.join(', ')}.`,
+          description: `Personal access token (\`hrs_pat_…\`) as \`Authorization: Bearer\`. The requirement lists the scopes the token must hold; known scopes: ${ALL_SCOPES.join(', ')}.`,
         },
+        personalTokenHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The personal access token in `X-API-Key` instead of `Authorization`; the same scopes apply.' },
         deviceKey: { type: 'http', scheme: 'bearer', description: 'Device key (`hrs_dev_…`): may only submit readings and read its own device.' },
+        deviceKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The device key in `X-API-Key` instead of `Authorization`.' },
+        [DEVICE_KEY_QUERY_SCHEME]: { type: 'apiKey', in: 'query', name: onlyKeyParam(keyParams), description: 'The device key in the query string, for firmware that cannot set headers (kept out of logs). Prefer a header where the firmware can.' },
       }).filter(([name]) => usedSchemes.has(name))),
     },
   }

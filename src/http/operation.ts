@@ -24,10 +24,18 @@ export interface OperationOptions {
   idempotent?: boolean
   /** A query (or form/JSON body) field that may carry the key instead of a header, for constrained firmware. */
   keyParam?: string
+  /** The key may also come as `keyParam` in the body (the handler authenticates it once the body is read). */
+  keyInBody?: boolean
   hide?: boolean
 }
 
-export const SECURITY_SCHEME = { personal: 'personalToken', device: 'deviceKey' } as const
+/** The security schemes a key kind may be presented by: `Authorization: Bearer` or `X-API-Key` (see openapi-document.ts). */
+export const SECURITY_SCHEMES = {
+  personal: ['personalToken', 'personalTokenHeader'],
+  device: ['deviceKey', 'deviceKeyHeader'],
+} as const
+/** The scheme for a device key in a query parameter (`keyParam`). */
+export const DEVICE_KEY_QUERY_SCHEME = 'deviceKeyQuery'
 
 /** Internal fields ride along on `detail` under this key and are removed from the published document. */
 export const ROUTE_POLICY = 'x-route-policy'
@@ -64,7 +72,11 @@ export function op(options: OperationOptions) {
     idempotent: options.idempotent ?? false,
     keyParam: options.keyParam,
   }
-  const security = auth === 'public' ? [] : auth.map((kind) => ({ [SECURITY_SCHEME[kind]]: kind === 'personal' ? scopes : [] }))
+  // Alternatives: any one of them admits the request. OpenAPI has no scheme for a key inside the body, so an
+  // operation taking one also lists the empty requirement and says so in its description.
+  const security: Record<string, string[]>[] = auth === 'public' ? [] : auth.flatMap((kind) => SECURITY_SCHEMES[kind].map((scheme) => ({ [scheme]: kind === 'personal' ? scopes : [] })))
+  if (options.keyParam) security.push({ [DEVICE_KEY_QUERY_SCHEME]: [] })
+  if (options.keyInBody) security.push({})
   return {
     summary: options.summary,
     ...(options.description ? { description: options.description } : {}),

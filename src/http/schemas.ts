@@ -17,7 +17,8 @@ export const Problem = t.Object({
   code: t.String({ description: 'Stable machine-readable error code (CONTRACT §3).' }),
   request_id: t.String(),
   errors: t.Array(t.Object({ path: t.String({ description: 'JSON Pointer into the request (body, query or path).' }), message: t.String() })),
-  required_scopes: t.Optional(t.Array(t.String(), { description: 'On insufficient_scope: the scopes the operation needs.' })),
+  required_scopes: t.Optional(t.Array(t.String(), { description: 'On insufficient_scope: the scopes the operation needs (empty when no scope admits a personal token: see `required_key`).' })),
+  required_key: t.Optional(t.Literal('device', { description: 'On insufficient_scope for an operation only a device key may call.' })),
   checks: t.Optional(t.Record(t.String(), t.Union([t.Literal('ok'), t.Literal('down')]), { description: 'On /readyz 503: each backend and whether it answered.' })),
 }, { $id: '#/components/schemas/Problem', description: 'RFC 9457 problem details.' })
 

@@ -6,6 +6,26 @@
 // test/client-e2e.test.ts fails while this file differs from what the running service publishes.
 
 export interface paths {
+    "/api/v1/errors/{code}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What an error code means
+         * @description Every problem's `type` is this URL for its `code`, absolute against the request's URL. Public. Answers HTML to a browser (`Accept: text/html`), this JSON otherwise.
+         */
+        get: operations["getApiV1ErrorsByCode"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/status": {
         parameters: {
             query?: never;
@@ -496,7 +516,7 @@ export interface paths {
         put?: never;
         /**
          * Submit readings from constrained firmware
-         * @description The same fields as the GET, as a form or JSON body (or in the query string).
+         * @description The same fields as the GET, as a form or JSON body (or in the query string). The device key may be the body's `key` field; OpenAPI has no security scheme for that, hence the empty requirement among the alternatives (a request with no key anywhere is a 401).
          */
         post: operations["postApiV1SensorsPing"];
         delete?: never;
@@ -1454,6 +1474,15 @@ export interface components {
              */
             updated_at: string;
         };
+        ErrorType: {
+            /** @example validation_failed */
+            code: string;
+            /** @description The HTTP status problems of this type carry. */
+            status: number;
+            title: string;
+            /** @description What the error means and what to do about it (Markdown). */
+            description: string;
+        };
         Invoice: {
             /** @example inv_01jd8x3m5v6w7y8z9a0b1c2d3e */
             id: string;
@@ -1635,8 +1664,13 @@ export interface components {
                 path: string;
                 message: string;
             }[];
-            /** @description On insufficient_scope: the scopes the operation needs. */
+            /** @description On insufficient_scope: the scopes the operation needs (empty when no scope admits a personal token: see `required_key`). */
             required_scopes?: string[];
+            /**
+             * @description On insufficient_scope for an operation only a device key may call.
+             * @constant
+             */
+            required_key?: "device";
             /** @description On /readyz 503: each backend and whether it answered. */
             checks?: {
                 [key: string]: "ok" | "down";
@@ -1713,8 +1747,8 @@ export interface components {
              * @description RFC 3339 date-time (answers use UTC with milliseconds).
              */
             updated_at: string;
-            /** @description The signing secret (Standard Webhooks), shown only here. */
-            secret: string | null;
+            /** @description The new signing secret, present only after `rotate_secret` (shown this once). */
+            secret?: string;
         };
         WebhookEndpoint: {
             /** @example whe_01jd8x3m5v6w7y8z9a0b1c2d3e */
@@ -1975,6 +2009,32 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getApiV1ErrorsByCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: "malformed_json" | "invalid_parameter" | "invalid_cursor" | "authentication_required" | "invalid_token" | "insufficient_scope" | "device_key_not_allowed" | "plan_not_eligible" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_mismatch" | "rate_limited" | "internal_error" | "service_unavailable";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorType"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     getApiV1Status: {
         parameters: {
             query?: never;
@@ -2285,6 +2345,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 cursor?: string;
+                species_id?: string;
+                /** @deprecated */
                 species?: string;
                 status?: "active" | "sold" | "deceased" | "on_loan";
                 sex?: "male" | "female" | "unknown";

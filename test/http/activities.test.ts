@@ -203,7 +203,7 @@ describe('Idempotency-Key', () => {
   test('two writers whose lock was lost in between: the primary key lets one write, the other replays it', async () => {
     const key = await env.account({ scopes: SCOPES })
     const animal = await animalOf(key)
-    const request = { accountId: key.accountId, key: 'lost-lock', fingerprint: 'same', requestId: 'req_test' }
+    const request = { accountId: key.accountId, key: 'lost-lock', fingerprint: 'same', requestId: 'req_test', url: env.baseUrl }
     let reachedWrite!: () => void
     const firstIsWriting = new Promise<void>((resolve) => { reachedWrite = resolve })
     let finishFirst!: () => void

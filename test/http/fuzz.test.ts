@@ -188,7 +188,9 @@ describe('fuzzing every operation', () => {
         sent++
         statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1)
         const type = response.headers.get('content-type') ?? ''
-        const problem = response.status >= 400 && !type.startsWith('application/problem+json')
+        // Bun's HTTP server answers a request line or headers over 16 KiB with a bare 431 before the app sees it.
+        const refusedByBun = response.status === 431 && text === '' && request.url.length > 16 * 1024
+        const problem = response.status >= 400 && !type.startsWith('application/problem+json') && !refusedByBun
         if (response.status >= 500 || problem || ms > 2_000) {
           failures.push(`${operation.method} ${request.url.slice(0, 200)} → ${response.status} ${type} in ${Math.round(ms)} ms: ${text.slice(0, 300)}`)
           return false

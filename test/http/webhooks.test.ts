@@ -62,7 +62,9 @@ describe('webhook endpoints', () => {
     const later = new Date(Date.now() + 60_000).toISOString()
     expect((await (await env.request('GET', `/api/v1/webhooks/endpoints?updated_since=${later}`, { token: key.token })).json()).data).toEqual([])
     const patched = await (await env.request('PATCH', `/api/v1/webhooks/endpoints/${created.id}`, { token: key.token, body: { description: 'ops' } })).json()
-    expect(patched).toMatchObject({ description: 'ops', secret: null })
+    expect(patched).toMatchObject({ description: 'ops' })
+    // Like GET: no secret field at all unless this PATCH rotated it.
+    expect(patched).not.toHaveProperty('secret')
     const bad = await problem(await env.request('POST', '/api/v1/webhooks/endpoints', { token: key.token, body: { url: 'ftp://x', enabled_events: ['animal.eaten'] } }), 422, 'validation_failed')
     expect(bad.errors.map((e: { path: string }) => e.path).sort()).toEqual(['/body/enabled_events/0', '/body/url'])
     expect((await env.request('DELETE', `/api/v1/webhooks/endpoints/${created.id}`, { token: key.token })).status).toBe(204)

@@ -15,7 +15,11 @@ export function authorize(platform: PlatformStatusSource, principal: Principal, 
   }
   if (principal.kind === 'personal') {
     if (policy.personalScopes === null) {
-      throw new ApiError('insufficient_scope', 'This route takes a device key, not a personal token.', { fields: { required_scopes: [] } })
+      // No scope would let a personal token in, so the list stays empty and required_key says what will.
+      throw new ApiError('insufficient_scope', `${route.method} ${route.path} takes a device key (hrs_dev_…), not a personal token: pair the device (POST /sensors/claim/start, or POST /sensors/devices) and send the key it receives.`, {
+        headers: { 'www-authenticate': 'Bearer realm="api", error="insufficient_scope", error_description="a device key is required"' },
+        fields: { required_scopes: [], required_key: 'device' },
+      })
     }
     const missing = policy.personalScopes.filter((s) => !principal.scopes.includes(s))
     if (missing.length) {

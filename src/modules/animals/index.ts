@@ -99,10 +99,16 @@ export function animalsModule(deps: Deps) {
       response: { 200: PageOf(AnimalType) },
       detail: op({ summary: 'List the species present in this account, with counts', tags: ['Animals'], scopes: ['animals:read'] }),
     })
-    .get('/animals', ({ request, query }) => listAnimals(deps, principalOf(request).accountId, query), {
+    .get('/animals', ({ request, query: { species, ...query } }) => {
+      if (species !== undefined && query.species_id !== undefined && species !== query.species_id) {
+        throw new ApiError('invalid_parameter', 'species is the old name of species_id; send one of them.', { errors: [{ path: '/query/species', message: 'differs from species_id; send species_id only' }] })
+      }
+      return listAnimals(deps, principalOf(request).accountId, { ...query, species_id: query.species_id ?? species })
+    }, {
       query: t.Object({
         ...pageQuery(),
-        species: t.Optional(t.String({ maxLength: 100, description: 'A `/species` id.' })),
+        species_id: t.Optional(t.String({ maxLength: 100, description: 'Animals of this `/species` id (the same name as the field, and as on `/breeding/*`).' })),
+        species: t.Optional(t.String({ maxLength: 100, deprecated: true, description: 'Deprecated alias of `species_id`, kept for existing clients; sending both with different values is a 400.' })),
         status: t.Optional(Status),
         sex: t.Optional(Sex),
         environment_id: t.Optional(t.String({ maxLength: 40 })),

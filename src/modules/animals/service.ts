@@ -72,7 +72,7 @@ async function checkFields(db: Executor, accountId: string, fields: AnimalFields
 
 export interface AnimalListQuery {
   limit?: number; cursor?: string
-  species?: string; status?: AnimalRow['status']; sex?: AnimalRow['sex']; environment_id?: string; tag?: string; q?: string; updated_since?: string
+  species_id?: string; status?: AnimalRow['status']; sex?: AnimalRow['sex']; environment_id?: string; tag?: string; q?: string; updated_since?: string
 }
 
 export function listAnimals(deps: Deps, accountId: string, query: AnimalListQuery) {
@@ -81,7 +81,7 @@ export function listAnimals(deps: Deps, accountId: string, query: AnimalListQuer
     list: 'animals', accountId, table: animals, filters, limit, cursor,
     conditions: (f) => [
       isNull(animals.deleted_at),
-      equals(animals.species_id, f.species),
+      equals(animals.species_id, f.species_id),
       equals(animals.status, f.status),
       equals(animals.sex, f.sex),
       equals(animals.environment_id, f.environment_id),

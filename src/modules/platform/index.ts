@@ -1,6 +1,6 @@
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps.ts'
-import { ApiError } from '../../http/errors.ts'
+import { ApiError, ERROR_HELP, ERROR_PAGES_PATH, ERRORS, type ErrorCode } from '../../http/errors.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { API_VERSION, RELEASE_DATE } from '../../platform.ts'
@@ -36,10 +36,54 @@ const StatusBody = t.Object({
   release_date: t.String({ format: 'date' }),
 })
 
+const ERROR_CODES = Object.keys(ERRORS) as [ErrorCode, ...ErrorCode[]]
+
+const ErrorType = t.Object({
+  code: t.String({ examples: ['validation_failed'] }),
+  status: t.Integer({ description: 'The HTTP status problems of this type carry.' }),
+  title: t.String(),
+  description: t.String({ description: 'What the error means and what to do about it (Markdown).' }),
+}, { $id: '#/components/schemas/ErrorType' })
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+/** The page a person reaches by following a problem's `type` in a browser. */
+function errorPage(code: ErrorCode): string {
+  const { status, title } = ERRORS[code]
+  const help = escapeHtml(ERROR_HELP[code]).replace(/`([^`]+)`/g, '<code>$1</code>')
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${status} ${escapeHtml(title)} · API errors</title></head>
+<body style="font-family: system-ui, sans-serif; max-width: 40rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.5">
+<h1>${escapeHtml(title)}</h1>
+<p>HTTP ${status} · code <code>${code}</code></p>
+<p>${help}</p>
+<p>Every error is an RFC 9457 <code>application/problem+json</code> body with this page as its <code>type</code>.
+See the <a href="/api/v1/docs">API reference</a>.</p>
+</body></html>`
+}
+
 const Checks = t.Record(t.String(), t.Union([t.Literal('ok'), t.Literal('down')]))
 
 export function platformModule(deps: Deps) {
   return new Elysia({ name: 'platform' })
+    .get(`${ERROR_PAGES_PATH}/:code`, ({ params, request, set }) => {
+      const code = params.code as ErrorCode
+      set.headers.vary = 'accept'
+      // A browser following a problem's `type` gets a page; a client gets the same as JSON.
+      if (/\btext\/html\b/.test(request.headers.get('accept') ?? '')) {
+        return new Response(errorPage(code), { headers: { 'content-type': 'text/html; charset=utf-8', vary: 'accept' } }) as never
+      }
+      return { code, status: ERRORS[code].status, title: ERRORS[code].title, description: ERROR_HELP[code] }
+    }, {
+      params: t.Object({ code: t.UnionEnum(ERROR_CODES, { description: 'An error `code`.' }) }),
+      response: { 200: ErrorType },
+      detail: op({
+        summary: 'What an error code means',
+        description: 'Every problem\'s `type` is this URL for its `code`, absolute against the request\'s URL. Public. Answers HTML to a browser (`Accept: text/html`), this JSON otherwise.',
+        tags: ['Platform'], auth: 'public', errors: [404],
+      }),
+    })
     .get(`${API_PREFIX}/status`, async () => {
       const checks = await checkBackends(deps)
       const degraded = Object.values(checks).includes('down')

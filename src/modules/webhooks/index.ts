@@ -32,7 +32,7 @@ const Endpoint = t.Object({
 
 const Secret = t.String({ pattern: '^whsec_', description: 'The signing secret (Standard Webhooks), shown only here.' })
 const CreatedEndpoint = t.Composite([Endpoint, t.Object({ secret: Secret })], { $id: '#/components/schemas/CreatedWebhookEndpoint' })
-const UpdatedEndpoint = t.Composite([Endpoint, t.Object({ secret: nullable(Secret, 'The new secret after `rotate_secret`; null otherwise.') })], { $id: '#/components/schemas/UpdatedWebhookEndpoint' })
+const UpdatedEndpoint = t.Composite([Endpoint, t.Object({ secret: t.Optional(t.String({ pattern: '^whsec_', description: 'The new signing secret, present only after `rotate_secret` (shown this once).' })) })], { $id: '#/components/schemas/UpdatedWebhookEndpoint' })
 const EndpointDetail = t.Composite([Endpoint, t.Object({
   deliveries: t.Object({ pending: JsonInteger(), succeeded: JsonInteger(), failed: JsonInteger() }, { description: 'Deliveries to this endpoint by state.' }),
   recent_attempts: t.Array(t.Object({
@@ -87,7 +87,8 @@ export function webhooksModule(deps: Deps) {
     })
     .patch('/webhooks/endpoints/:id', async ({ request, params, body }) => {
       const { row, rotated } = await updateEndpoint(deps, principalOf(request).accountId, endpointId(params.id), body)
-      return { ...presentEndpoint(row), secret: rotated ? row.secret : null }
+      // Like GET, no secret unless this request rotated it.
+      return rotated ? { ...presentEndpoint(row), secret: row.secret } : presentEndpoint(row)
     }, {
       params: IdParam,
       body: EndpointPatch,
