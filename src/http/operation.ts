@@ -24,6 +24,8 @@ export interface OperationOptions {
   idempotent?: boolean
   /** A query (or form/JSON body) field that may carry the key instead of a header, for constrained firmware. */
   keyParam?: string
+  /** Media types the success response offers besides JSON (chosen by Accept or a query parameter), with their headers. */
+  produces?: Record<string, { schema: object; headers?: readonly string[] }>
   hide?: boolean
 }
 
@@ -43,6 +45,7 @@ export interface RoutePolicy {
   etag: boolean
   idempotent: boolean
   keyParam: string | undefined
+  produces: OperationOptions['produces']
 }
 
 export const MIN_SUNSET_NOTICE_MS = 90 * 24 * 3600 * 1000
@@ -63,6 +66,7 @@ export function op(options: OperationOptions) {
     etag: options.etag ?? false,
     idempotent: options.idempotent ?? false,
     keyParam: options.keyParam,
+    produces: options.produces,
   }
   const security = auth === 'public' ? [] : auth.map((kind) => ({ [SECURITY_SCHEME[kind]]: kind === 'personal' ? scopes : [] }))
   return {
