@@ -18,7 +18,7 @@ let env: TestEnv
 let sql: ReadingsStore
 let quest: ReadingsStore
 
-/** A deterministic data set: 3 devices × 3 channels, one reading every 37 s over 6 hours, some unmapped. */
+/** A deterministic data set: 3 devices × 3 channels, one reading every 37 s over 6 hours, some unmapped; dev_a/t1 is silent 08:00–09:30. */
 function generate(accountId: string, other: string): Reading[] {
   let seed = 42
   const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
@@ -27,6 +27,7 @@ function generate(accountId: string, other: string): Reading[] {
   for (const device of ['dev_a', 'dev_b', 'dev_c']) {
     for (const channel of ['t1', 'h1', 'x9']) {
       for (let ts = base + Math.floor(random() * 37_000); ts < base + 6 * 3_600_000; ts += 37_000) {
+        if (device === 'dev_a' && channel === 't1' && ts >= base + 2 * 3_600_000 && ts < base + 3.5 * 3_600_000) continue
         out.push({
           accountId: device === 'dev_c' ? other : accountId, deviceId: device, channel, ts, value: Math.round(random() * 10_000) / 100,
           metric: channel === 'x9' ? null : channel === 't1' ? 'temperature' : 'humidity', environmentId: channel === 'x9' ? null : `env_${device}`,
@@ -117,6 +118,33 @@ describe.skipIf(!enabled)('SQL store and QuestDB answer alike', () => {
         const aggregates: Aggregate[] = ['avg', 'min', 'max', 'last', 'count']
         expect({ name, interval, rows: round(await pages(quest, filter, 97, interval, aggregates)) })
           .toEqual({ name, interval, rows: round(await pages(sql, filter, 97, interval, aggregates)) })
+      }
+    }
+  })
+
+  test('filled buckets (null and previous) for every interval, over gaps inside and around the data, paged', async () => {
+    // The window is a whole day around six hours of data: leading and trailing gaps, and dev_a/t1's silence inside.
+    for (const fill of ['null', 'previous'] as const) {
+      for (const interval of [60_000, 900_000, 3_600_000]) {
+        for (const [name, f] of [...filters.slice(0, 3), filters[5]!]) {
+          const filter = { accountId, ...window, ...f }
+          const aggregates: Aggregate[] = ['count', 'avg', 'min', 'max', 'last']
+          const ours = round(await pages(sql, filter, 997, interval, aggregates, fill))
+          expect(ours.length).toBeGreaterThan(0)
+          expect({ fill, name, interval, rows: round(await pages(quest, filter, 997, interval, aggregates, fill)) }).toEqual({ fill, name, interval, rows: ours })
+        }
+      }
+    }
+  })
+
+  test('skipping rows (where a CSV file ends) picks the same rows in both stores', async () => {
+    const filter = { accountId, ...window }
+    const after: SeriesPosition = [Date.UTC(2026, 10, 20, 7, 0, 0), 'dev_a', 'h1']
+    for (const skip of [0, 1, 499, 5000]) {
+      expect(round(await quest.raw(filter, 2, after, skip))).toEqual(round(await sql.raw(filter, 2, after, skip)))
+      for (const fill of ['none', 'null', 'previous'] as const) {
+        const spec = { intervalMs: 60_000, aggregates: ['count', 'last'] as Aggregate[], fill }
+        expect({ skip, fill, rows: round(await quest.buckets(filter, spec, 2, after, skip)) }).toEqual({ skip, fill, rows: round(await sql.buckets(filter, spec, 2, after, skip)) })
       }
     }
   })
