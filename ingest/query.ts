@@ -1,17 +1,28 @@
 // GET /environment/readings: raw readings, per-bucket aggregates, or the latest reading per channel, from
-// whichever readings store is configured (CONTRACT §7).
+// whichever readings store is configured (CONTRACT §7); as JSON pages or as streamed CSV files.
 import { Elysia, t } from 'elysia'
-import { toPage, type CursorCodec, type CursorScope } from '../src/http/cursor.ts'
+import { toPage, type CursorCodec, type Page, type CursorScope } from '../src/http/cursor.ts'
 import { ApiError } from '../src/http/errors.ts'
 import { op } from '../src/http/operation.ts'
 import { API_PREFIX } from '../src/http/pipeline.ts'
 import { principalOf } from '../src/http/request.ts'
-import { JsonInteger, PageOf, pageQuery } from '../src/http/schemas.ts'
+import { JsonInteger, PageOf } from '../src/http/schemas.ts'
 import { Instant, nullable, oneOf } from '../src/records/fields.ts'
-import { AGGREGATES, type Aggregate, type BucketRow, type ReadingsFilter, type ReadingsStore } from './stores/interface.ts'
+import { AGGREGATES, FILLS, type Aggregate, type BucketRow, type BucketSpec, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
 
 export const INTERVALS = { '1m': 60_000, '5m': 300_000, '15m': 900_000, '30m': 1_800_000, '1h': 3_600_000, '6h': 21_600_000, '12h': 43_200_000, '1d': 86_400_000 } as const
 const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
+const JSON_LIMIT = { default: 1000, max: 10_000 }
+const CSV_LIMIT = { default: 100_000, max: 1_000_000 }
+/** Rows fetched from the store per step of a CSV stream: memory stays at one step, whatever the file's size. */
+const CSV_STEP_ROWS = 5000
+/**
+ * Bun collects garbage lazily, and the embedded store's result buffers are large: left alone, an export through
+ * PGlite grew the process by about 2 KB per row (1.1 GB for 300,000 rows) before any collection ran. A stream
+ * whose process has grown this much since the stream began asks for a collection after each step (about 30 ms
+ * on PGlite; with Postgres or QuestDB an export rarely reaches it).
+ */
+const CSV_GC_SLACK_BYTES = 16 * 2 ** 20
 
 const ReadingRow = t.Object({
   ts: Instant,
@@ -22,10 +33,22 @@ const ReadingRow = t.Object({
   value: t.Optional(t.Number({ description: 'Raw and latest rows.' })),
   avg: t.Optional(t.Number()), min: t.Optional(t.Number()), max: t.Optional(t.Number()), last: t.Optional(t.Number()),
   count: t.Optional(JsonInteger()),
-}, { $id: '#/components/schemas/ReadingRow', description: 'A reading, or with `interval` one bucket of a series (its `ts` is the bucket start) carrying the requested aggregates.' })
+}, { $id: '#/components/schemas/ReadingRow', description: 'A reading, or with `interval` one bucket of a series (its `ts` is the bucket start) carrying the requested aggregates; an aggregate an empty bucket lacks is left out.' })
+
+const CSV_DESCRIPTION = `RFC 4180 CSV (\`text/csv; charset=utf-8; header=present\`), streamed: a header line, then one line per row, each ended by CRLF.
+Columns: \`ts,device_id,channel,metric,environment_id,value\` for raw readings; with \`interval\`, \`ts,device_id,channel,metric,environment_id\`
+followed by the requested aggregates in the order of \`agg\` (\`ts\` is the bucket start). \`ts\` is RFC 3339 UTC with milliseconds; numbers
+are plain decimals that read back to the same double (e.g. \`21.5\`, \`-0.25\`, \`1e-7\`); an empty field is null (an unmapped channel's
+metric, an empty bucket's aggregate). A field holding a comma, a double quote, CR or LF is enclosed in double quotes with inner quotes
+doubled; nothing else is quoted and nothing is escaped against spreadsheet formulas (values are data, sent as stored).
+One response is one file of at most \`limit\` rows. When more rows follow, the response carries \`Link: <…>; rel="next"\` (RFC 8288; the
+same request with the \`cursor\` for the next file) and \`Next-Cursor\`; without them this file is the last. A cursor fixes the window, so
+files follow on without gaps or repeats. A stream that breaks off (the store failed mid-file) ends without the chunked terminator, so the
+client sees a transfer error rather than a short file.`
 
 const Query = t.Object({
-  ...pageQuery(1000, 10_000),
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: CSV_LIMIT.max, description: `JSON: page size 1–${JSON_LIMIT.max} (default ${JSON_LIMIT.default}). CSV: rows per file 1–${CSV_LIMIT.max} (default ${CSV_LIMIT.default}).` })),
+  cursor: t.Optional(t.String({ maxLength: 2048, description: 'The `next_cursor` of the previous page (or `Next-Cursor` of the previous CSV file); bound to this list and its filters, valid for JSON and CSV alike.' })),
   environment_id: t.Optional(t.String({ maxLength: 40 })),
   device_id: t.Optional(t.String({ maxLength: 40 })),
   channel: t.Optional(t.String({ maxLength: 32 })),
@@ -34,46 +57,137 @@ const Query = t.Object({
   to: t.Optional(t.String({ format: 'date-time', description: 'Exclusive; default now.' })),
   interval: t.Optional(oneOf(Object.keys(INTERVALS) as [keyof typeof INTERVALS], 'Bucket width: one row per bucket per series (device, channel), aligned to UTC.')),
   agg: t.Optional(t.String({ pattern: `^(${AGGREGATES.join('|')})(,(${AGGREGATES.join('|')}))*$`, description: 'With `interval`: comma-separated aggregates (default avg).' })),
-  latest: t.Optional(t.Boolean({ description: 'The newest reading per series in the window (default window: all time).' })),
+  fill: t.Optional(oneOf([...FILLS], 'With `interval`: `none` (default) lists only buckets holding readings; `null` and `previous` list every bucket of the window for every series with a reading in the window, so gaps show. An empty bucket has `count` 0 and its other aggregates absent (`null`) or carried from the series\' latest earlier bucket in the window (`previous`; absent before its first reading); its `metric` and `environment_id` are those of that earlier bucket.')),
+  latest: t.Optional(t.Boolean({ description: 'The newest reading per series in the window (default window: all time). JSON only.' })),
+  format: t.Optional(oneOf(['json', 'csv'], 'Response format; overrides `Accept`. Without it, `Accept: text/csv` preferred over JSON (by q-value) answers CSV; any other `Accept`, including types this operation cannot produce, answers JSON (no 406).')),
 })
+
+/** CSV when the query says so, or when Accept ranks text/csv above JSON; JSON otherwise (RFC 9110 §12.5.1 lets a server ignore an Accept it cannot meet). */
+export function wantsCsv(format: 'json' | 'csv' | undefined, accept: string | null): boolean {
+  if (format) return format === 'csv'
+  if (!accept) return false
+  let csv = 0
+  let json = 0
+  for (const range of accept.split(',')) {
+    const [type = '', ...params] = range.split(';').map((s) => s.trim().toLowerCase())
+    const q = Number(params.find((p) => p.startsWith('q='))?.slice(2) ?? 1)
+    if (!(q >= 0 && q <= 1)) continue
+    if (type === 'text/csv') csv = Math.max(csv, q + 0.002)
+    else if (type === 'text/*') csv = Math.max(csv, q + 0.001)
+    if (type === 'application/json') json = Math.max(json, q + 0.002)
+    else if (type === 'application/*' || type === '*/*') json = Math.max(json, q + 0.001)
+  }
+  // The small bonus makes the more specific range win at equal q (RFC 9110 §12.5.1); ties go to JSON.
+  return csv > json
+}
+
+/** One RFC 4180 field. */
+const csvField = (value: string | number | null | undefined): string => {
+  if (value === null || value === undefined) return ''
+  if (typeof value === 'number') return String(value)
+  return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value
+}
+const csvLine = (fields: (string | number | null | undefined)[]) => `${fields.map(csvField).join(',')}\r\n`
+
+type Row = BucketRow & { value?: number }
+const positionKey = (row: Row): SeriesPosition => [row.ts, row.device_id, row.channel]
+const samePosition = (a: SeriesPosition, b: SeriesPosition) => a[0] === b[0] && a[1] === b[1] && a[2] === b[2]
 
 export function readingsRoutes(deps: { readings: ReadingsStore; cursors: CursorCodec }) {
   return new Elysia({ name: 'readings', prefix: API_PREFIX })
-    .get('/environment/readings', async ({ request, query }) => {
-      const { limit = 1000, cursor, ...filters } = query
+    .get('/environment/readings', async ({ request, query, set }) => {
+      const { limit, cursor, format, ...filters } = query
+      const csv = wantsCsv(format, request.headers.get('accept'))
       const accountId = principalOf(request).accountId
+      // The format is left out of the binding: one cursor continues a listing as JSON or as CSV.
       const scope: CursorScope = { list: 'readings', accountId, filters }
       const position = cursor ? deps.cursors.decode(scope, cursor) : undefined
-      if (query.interval && query.latest) throw new ApiError('invalid_parameter', 'Use either interval or latest.', { errors: [{ path: '/query/latest', message: 'cannot be combined with interval' }] })
-      if (query.agg && !query.interval) throw new ApiError('invalid_parameter', 'agg needs an interval.', { errors: [{ path: '/query/agg', message: 'needs interval' }] })
+      const refuse = (path: string, detail: string, message: string) => new ApiError('invalid_parameter', detail, { errors: [{ path, message }] })
+      if (query.interval && query.latest) throw refuse('/query/latest', 'Use either interval or latest.', 'cannot be combined with interval')
+      if (query.agg && !query.interval) throw refuse('/query/agg', 'agg needs an interval.', 'needs interval')
+      if (query.fill && !query.interval) throw refuse('/query/fill', 'fill needs an interval.', 'needs interval')
+      if (csv && query.latest) throw refuse('/query/latest', 'CSV covers raw readings and buckets; ask for the latest readings as JSON.', 'not available as CSV')
+      if (!csv && limit !== undefined && limit > JSON_LIMIT.max) throw refuse('/query/limit', `A JSON page holds at most ${JSON_LIMIT.max} rows; CSV files up to ${CSV_LIMIT.max}.`, `at most ${JSON_LIMIT.max} for JSON`)
       // The window is fixed by the first page (carried in the cursor), so "now" does not slide under a paging client.
       const to = position ? Number(position[0]) : query.to ? Date.parse(query.to) : query.latest ? Date.now() + 366 * 86_400_000 : Date.now()
       const from = position ? Number(position[1]) : query.from ? Date.parse(query.from) : query.latest ? 0 : to - DEFAULT_WINDOW_MS
-      if (from >= to) throw new ApiError('invalid_parameter', 'from must be before to.', { errors: [{ path: '/query/from', message: 'must be before to' }] })
+      if (from >= to) throw refuse('/query/from', 'from must be before to.', 'must be before to')
       const filter: ReadingsFilter = { accountId, environmentId: query.environment_id, deviceId: query.device_id, channel: query.channel, metric: query.metric, from, to }
       const store = deps.readings
       const window = [to, from] as const
-      const present = (row: BucketRow & { value?: number }) => ({ ...row, ts: new Date(row.ts).toISOString() })
-      let rows: (BucketRow & { value?: number })[]
-      let positionOf: (row: BucketRow) => (string | number)[]
+      const spec: BucketSpec | undefined = query.interval
+        ? { intervalMs: INTERVALS[query.interval], aggregates: (query.agg?.split(',') ?? ['avg']) as Aggregate[], fill: query.fill ?? 'none' }
+        : undefined
+      const fetchRows = (count: number, after?: SeriesPosition, skip?: number): Promise<Row[]> =>
+        spec ? store.buckets(filter, spec, count, after, skip) : store.raw(filter, count, after, skip)
+      const encodePosition = (p: SeriesPosition) => deps.cursors.encode(scope, [...window, ...p])
+
       if (query.latest) {
-        rows = await store.latest(filter, limit + 1, position ? [String(position[2]), String(position[3])] : undefined)
-        positionOf = (r) => [...window, r.device_id, r.channel]
-      } else {
-        const after = position ? [Number(position[2]), String(position[3]), String(position[4])] as [number, string, string] : undefined
-        rows = query.interval
-          ? await store.buckets(filter, INTERVALS[query.interval], (query.agg?.split(',') ?? ['avg']) as Aggregate[], limit + 1, after)
-          : await store.raw(filter, limit + 1, after)
-        positionOf = (r) => [...window, r.ts, r.device_id, r.channel]
+        const pageLimit = limit ?? JSON_LIMIT.default
+        const rows = await store.latest(filter, pageLimit + 1, position ? [String(position[2]), String(position[3])] : undefined)
+        return toPage(rows, pageLimit, deps.cursors, scope, (r) => [...window, r.device_id, r.channel], present)
       }
-      return toPage(rows, limit, deps.cursors, scope, positionOf, present)
+      const after = position ? [Number(position[2]), String(position[3]), String(position[4])] as SeriesPosition : undefined
+      if (!csv) {
+        const pageLimit = limit ?? JSON_LIMIT.default
+        return toPage(await fetchRows(pageLimit + 1, after), pageLimit, deps.cursors, scope, (r) => [...window, ...positionKey(r)], present)
+      }
+
+      // CSV: the next file's cursor goes in the headers, sent before the body, so the row this file ends at is
+      // found first (the store skips to it); the file then streams up to that row, a step at a time.
+      const fileLimit = limit ?? CSV_LIMIT.default
+      const edge = await fetchRows(2, after, fileLimit - 1)
+      const last = edge.length === 2 ? positionKey(edge[0]!) : undefined
+      const headers: Record<string, string> = {
+        ...(set.headers as Record<string, string>),
+        'content-type': 'text/csv; charset=utf-8; header=present',
+        'content-disposition': 'attachment; filename="readings.csv"',
+      }
+      if (last) {
+        const next = encodePosition(last)
+        const url = new URL(request.url)
+        url.searchParams.set('cursor', next)
+        headers['link'] = `<${url.pathname}${url.search}>; rel="next"`
+        headers['next-cursor'] = next
+      }
+      const columns = ['ts', 'device_id', 'channel', 'metric', 'environment_id', ...(spec ? spec.aggregates : ['value'] as const)]
+      const encoder = new TextEncoder()
+      let resumeAfter = after
+      let headerSent = false
+      const collectAbove = process.memoryUsage.rss() + CSV_GC_SLACK_BYTES
+      const body = new ReadableStream<Uint8Array>({
+        // Pull: the next step is read from the store only when the client has taken the previous one.
+        async pull(controller) {
+          try {
+            let text = headerSent ? '' : csvLine(columns)
+            headerSent = true
+            const rows = await fetchRows(CSV_STEP_ROWS, resumeAfter)
+            let finished = rows.length < CSV_STEP_ROWS
+            for (const row of rows) {
+              text += csvLine(columns.map((c) => (c === 'ts' ? new Date(row.ts).toISOString() : row[c as keyof Row])))
+              if (last && samePosition(positionKey(row), last)) { finished = true; break }
+            }
+            if (rows.length) resumeAfter = positionKey(rows[rows.length - 1]!)
+            controller.enqueue(encoder.encode(text))
+            if (finished) return controller.close()
+            if (process.memoryUsage.rss() > collectAbove) Bun.gc(true)
+          } catch (error) {
+            controller.error(error)
+          }
+        },
+      }, { highWaterMark: 0 })
+      // Elysia types a handler's answer as one shape; a Response is sent as it is, outside the JSON schema.
+      return new Response(body, { status: 200, headers }) as unknown as Page<ReturnType<typeof present>>
     }, {
       query: Query,
       response: { 200: PageOf(ReadingRow) },
       detail: op({
         summary: 'Query sensor readings',
-        description: 'Raw readings in time order (default: the last 24 hours); with `interval` and `agg` one row per bucket per series; with `latest=true` the newest reading per series. `limit` 1–10000 (default 1000).',
+        description: `Raw readings in time order (default: the last 24 hours); with \`interval\` and \`agg\` one row per bucket per series (\`fill\` adds the empty buckets); with \`latest=true\` the newest reading per series. As JSON, \`limit\` 1–${JSON_LIMIT.max} (default ${JSON_LIMIT.default}). As CSV (\`format=csv\` or \`Accept: text/csv\`): ${CSV_DESCRIPTION} Errors are problem+json whatever the format.`,
         tags: ['Environment'], scopes: ['environment:read'],
+        produces: { 'text/csv': { schema: { type: 'string', description: 'RFC 4180 CSV; see the operation description for the columns.' }, headers: ['Link', 'Next-Cursor', 'Content-Disposition'] } },
       }),
     })
 }
+
+const present = (row: Row) => ({ ...row, ts: new Date(row.ts).toISOString() })

@@ -8,7 +8,7 @@
 import postgres from 'postgres'
 import type { Config } from '../../src/config.ts'
 import { ilpTarget, postIlp, seriesPrefix, rowText } from './ilp.ts'
-import { pastPage, type Aggregate, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
+import { bucketWindow, pastPage, firstBucket, type Aggregate, type BucketSpec, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
 const UNITS: [number, string][] = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm']]
 /** 3 600 000 ms → "1h": SAMPLE BY takes a count and a unit. */
@@ -94,6 +94,28 @@ export function ilpReadingsWriter(configuration: string, table: string): (readin
   }
 }
 
+/**
+ * SAMPLE BY over the filter. A fill covers the whole window: FILL only spans the rows sampled, and SAMPLE BY …
+ * FROM/TO (8.1 on) is refused for keyed queries before 9.x, so two boundary rows without a series are sandwiched
+ * around the readings (QuestDB's own recipe, which 7.4 and 9.x both run); their group is dropped by the caller
+ * (`device_id is not null`). Metric and environment fill with PREV in both modes (FILL(NULL) refuses symbols),
+ * count with 0.
+ */
+function sampled(table: string, filter: ReadingsFilter, spec: BucketSpec, after?: SeriesPosition): string {
+  const selected = spec.aggregates.map((a) => `${AGGREGATE_SQL[a]} "${a}"`).join(', ')
+  const window = bucketWindow(filter, spec, after)
+  const head = `select ts, device_id, channel, last(metric) metric, last(environment_id) environment_id, ${selected}`
+  const every = `sample by ${sampleUnit(spec.intervalMs)}`
+  if (spec.fill === 'none') return `${head} from ${table} where ${where(window)} ${every} align to calendar`
+  const boundary = (ms: number) => `(select cast(${instant(ms)} as timestamp) ts, cast(null as symbol) device_id, cast(null as symbol) channel,
+    cast(null as symbol) metric, cast(null as symbol) environment_id, cast(null as double) value from long_sequence(1))`
+  const rows = `(${boundary(firstBucket(window, spec.intervalMs))}
+    union all (select ts, device_id, channel, metric, environment_id, value from ${table} where ${where(window)})
+    union all ${boundary(window.to - 1)}) timestamp(ts)`
+  const fills = ['prev', 'prev', ...spec.aggregates.map((a) => (a === 'count' ? '0' : spec.fill === 'previous' ? 'prev' : 'null'))]
+  return `${head} from ${rows} ${every} fill(${fills.join(', ')}) align to calendar`
+}
+
 export async function questdbStore(config: Config): Promise<ReadingsStore> {
   if (!config.questdbPgUrl) throw new Error('QUESTDB_PG_URL is needed with QUESTDB_ILP: queries go over PG wire')
   const table = config.questdbTable
@@ -110,21 +132,19 @@ export async function questdbStore(config: Config): Promise<ReadingsStore> {
   return {
     kind: 'questdb',
     write,
-    async raw(filter, limit, after?: SeriesPosition) {
+    async raw(filter, limit, after?: SeriesPosition, skip = 0) {
       const rows = await query(`select ${columns}, value from ${table} where ${where(filter)}${after ? ` and ${afterSeries('ts', after)}` : ''}
-        order by ts, device_id, channel limit ${limit}`)
+        order by ts, device_id, channel limit ${skip}, ${skip + limit}`)
       return rows.map(rawRow)
     },
-    async buckets(filter, intervalMs, aggregates, limit, after?: SeriesPosition) {
-      const selected = aggregates.map((a) => `${AGGREGATE_SQL[a]} "${a}"`).join(', ')
-      const names = aggregates.map((a) => `"${a}"`).join(', ')
-      const rows = await query(`select ${columns}, ${names} from (
-          select ts, device_id, channel, last(metric) metric, last(environment_id) environment_id, ${selected}
-          from ${table} where ${where(pastPage(filter, after))} sample by ${sampleUnit(intervalMs)} align to calendar
-        )${after ? ` where ${afterSeries('ts', after)}` : ''} order by ts, device_id, channel limit ${limit}`)
+    async buckets(filter, spec, limit, after?: SeriesPosition, skip = 0) {
+      const names = spec.aggregates.map((a) => `"${a}"`).join(', ')
+      const conditions = [...(spec.fill === 'none' ? [] : ['device_id is not null']), ...(after ? [afterSeries('ts', after)] : [])]
+      const rows = await query(`select ${columns}, ${names} from (${sampled(table, filter, spec, after)})${conditions.length ? ` where ${conditions.join(' and ')}` : ''}
+        order by ts, device_id, channel limit ${skip}, ${skip + limit}`)
       return rows.map((r) => {
         const row: BucketRow = { ts: micros(r.ts_us), device_id: String(r.device_id), channel: String(r.channel), metric: nullable(r.metric), environment_id: nullable(r.environment_id) }
-        for (const a of aggregates) row[a] = r[a] === null ? undefined : Number(r[a])
+        for (const a of spec.aggregates) row[a] = r[a] === null ? undefined : Number(r[a])
         return row
       })
     },

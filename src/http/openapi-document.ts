@@ -102,7 +102,9 @@ const HEADERS = {
   'WWW-Authenticate': header('Bearer challenge; names the missing scope on insufficient_scope.'),
   Deprecation: header('`@<epoch seconds>` when the operation was deprecated (RFC 9745).'),
   Sunset: header('HTTP date after which the operation may be removed (RFC 8594).'),
-  Link: header('`rel="deprecation"` link to the migration notes.'),
+  Link: header('RFC 8288 links: `rel="deprecation"` to the migration notes of a deprecated operation; `rel="next"` to the next file of a CSV export (absent on the last).'),
+  'Next-Cursor': header('The cursor of the next file of a CSV export (the `cursor` in its `Link`); absent on the last file.'),
+  'Content-Disposition': header('`attachment; filename="…"` for a file download.'),
   ETag: header('The version of the record returned; send it back as `If-Match` to make a write conditional.'),
   'Idempotent-Replayed': header('`true` when this is the stored response to an earlier request with the same Idempotency-Key.', { type: 'string', const: 'true' }),
 }
@@ -209,6 +211,10 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
           ...(policy.etag && status !== '204' ? { ETag: ref('ETag') } : {}),
           ...(policy.idempotent ? { 'Idempotent-Replayed': ref('Idempotent-Replayed') } : {}),
           ...response.headers,
+        }
+        for (const [type, extra] of Object.entries(policy.produces ?? {})) {
+          response.content = { ...response.content, [type]: { schema: extra.schema } }
+          for (const name of extra.headers ?? []) response.headers[name] = ref(name as keyof typeof HEADERS)
         }
       }
       const statuses = new Set<number>([500, ...policy.errors])

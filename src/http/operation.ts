@@ -26,6 +26,8 @@ export interface OperationOptions {
   keyParam?: string
   /** The key may also come as `keyParam` in the body (the handler authenticates it once the body is read). */
   keyInBody?: boolean
+  /** Media types the success response offers besides JSON (chosen by Accept or a query parameter), with their headers. */
+  produces?: Record<string, { schema: object; headers?: readonly string[] }>
   hide?: boolean
 }
 
@@ -51,6 +53,7 @@ export interface RoutePolicy {
   etag: boolean
   idempotent: boolean
   keyParam: string | undefined
+  produces: OperationOptions['produces']
 }
 
 export const MIN_SUNSET_NOTICE_MS = 90 * 24 * 3600 * 1000
@@ -71,6 +74,7 @@ export function op(options: OperationOptions) {
     etag: options.etag ?? false,
     idempotent: options.idempotent ?? false,
     keyParam: options.keyParam,
+    produces: options.produces,
   }
   // Alternatives: any one of them admits the request. OpenAPI has no scheme for a key inside the body, so an
   // operation taking one also lists the empty requirement and says so in its description.

@@ -534,7 +534,16 @@ export interface paths {
         };
         /**
          * Query sensor readings
-         * @description Raw readings in time order (default: the last 24 hours); with `interval` and `agg` one row per bucket per series; with `latest=true` the newest reading per series. `limit` 1–10000 (default 1000).
+         * @description Raw readings in time order (default: the last 24 hours); with `interval` and `agg` one row per bucket per series (`fill` adds the empty buckets); with `latest=true` the newest reading per series. As JSON, `limit` 1–10000 (default 1000). As CSV (`format=csv` or `Accept: text/csv`): RFC 4180 CSV (`text/csv; charset=utf-8; header=present`), streamed: a header line, then one line per row, each ended by CRLF.
+         *     Columns: `ts,device_id,channel,metric,environment_id,value` for raw readings; with `interval`, `ts,device_id,channel,metric,environment_id`
+         *     followed by the requested aggregates in the order of `agg` (`ts` is the bucket start). `ts` is RFC 3339 UTC with milliseconds; numbers
+         *     are plain decimals that read back to the same double (e.g. `21.5`, `-0.25`, `1e-7`); an empty field is null (an unmapped channel's
+         *     metric, an empty bucket's aggregate). A field holding a comma, a double quote, CR or LF is enclosed in double quotes with inner quotes
+         *     doubled; nothing else is quoted and nothing is escaped against spreadsheet formulas (values are data, sent as stored).
+         *     One response is one file of at most `limit` rows. When more rows follow, the response carries `Link: <…>; rel="next"` (RFC 8288; the
+         *     same request with the `cursor` for the next file) and `Next-Cursor`; without them this file is the last. A cursor fixes the window, so
+         *     files follow on without gaps or repeats. A stream that breaks off (the store failed mid-file) ends without the chunked terminator, so the
+         *     client sees a transfer error rather than a short file. Errors are problem+json whatever the format.
          */
         get: operations["getApiV1EnvironmentReadings"];
         put?: never;
@@ -1676,7 +1685,7 @@ export interface components {
                 [key: string]: "ok" | "down";
             };
         };
-        /** @description A reading, or with `interval` one bucket of a series (its `ts` is the bucket start) carrying the requested aggregates. */
+        /** @description A reading, or with `interval` one bucket of a series (its `ts` is the bucket start) carrying the requested aggregates; an aggregate an empty bucket lacks is left out. */
         ReadingRow: {
             /**
              * Format: date-time
@@ -2000,6 +2009,12 @@ export interface components {
         "Retry-After": number;
         /** @description Bearer challenge; names the missing scope on insufficient_scope. */
         "WWW-Authenticate": string;
+        /** @description RFC 8288 links: `rel="deprecation"` to the migration notes of a deprecated operation; `rel="next"` to the next file of a CSV export (absent on the last). */
+        Link: string;
+        /** @description The cursor of the next file of a CSV export (the `cursor` in its `Link`); absent on the last file. */
+        "Next-Cursor": string;
+        /** @description `attachment; filename="…"` for a file download. */
+        "Content-Disposition": string;
         /** @description The version of the record returned; send it back as `If-Match` to make a write conditional. */
         ETag: string;
         /** @description `true` when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -3342,7 +3357,9 @@ export interface operations {
                 to?: string;
                 interval?: "1m" | "5m" | "15m" | "30m" | "1h" | "6h" | "12h" | "1d";
                 agg?: string;
+                fill?: "none" | "null" | "previous";
                 latest?: boolean;
+                format?: "json" | "csv";
             };
             header?: never;
             path?: never;
@@ -3360,6 +3377,9 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Link: components["headers"]["Link"];
+                    "Next-Cursor": components["headers"]["Next-Cursor"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3369,6 +3389,7 @@ export interface operations {
                         /** @description Pass as `cursor` to get the next page; null on the last page. */
                         next_cursor: string | null;
                     };
+                    "text/csv": string;
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -2,7 +2,7 @@
 // give the same rows for every kind of query. Runs only when QUESTDB_ILP and QUESTDB_PG_URL point at a server.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import type { Aggregate, ReadingsFilter, ReadingsStore, Reading, SeriesPosition } from '../../ingest/stores/interface.ts'
+import type { Aggregate, Fill, ReadingsFilter, ReadingsStore, Reading, SeriesPosition } from '../../ingest/stores/interface.ts'
 import { questdbStore } from '../../ingest/stores/questdb.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import { loadConfig } from '../../src/config.ts'
@@ -18,7 +18,7 @@ let env: TestEnv
 let sql: ReadingsStore
 let quest: ReadingsStore
 
-/** A deterministic data set: 3 devices × 3 channels, one reading every 37 s over 6 hours, some unmapped. */
+/** A deterministic data set: 3 devices × 3 channels, one reading every 37 s over 6 hours, some unmapped; dev_a/t1 is silent 08:00–09:30. */
 function generate(accountId: string, other: string): Reading[] {
   let seed = 42
   const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
@@ -27,6 +27,7 @@ function generate(accountId: string, other: string): Reading[] {
   for (const device of ['dev_a', 'dev_b', 'dev_c']) {
     for (const channel of ['t1', 'h1', 'x9']) {
       for (let ts = base + Math.floor(random() * 37_000); ts < base + 6 * 3_600_000; ts += 37_000) {
+        if (device === 'dev_a' && channel === 't1' && ts >= base + 2 * 3_600_000 && ts < base + 3.5 * 3_600_000) continue
         out.push({
           accountId: device === 'dev_c' ? other : accountId, deviceId: device, channel, ts, value: Math.round(random() * 10_000) / 100,
           metric: channel === 'x9' ? null : channel === 't1' ? 'temperature' : 'humidity', environmentId: channel === 'x9' ? null : `env_${device}`,
@@ -40,11 +41,11 @@ function generate(accountId: string, other: string): Reading[] {
 const round = (rows: object[]) => JSON.parse(JSON.stringify(rows, (_, v) => (typeof v === 'number' && !Number.isInteger(v) ? Number(v.toPrecision(10)) : v)))
 
 /** Every row of a query, page by page, each page resuming after the last row of the one before. */
-async function pages(store: ReadingsStore, filter: ReadingsFilter, limit: number, interval?: number, aggregates: Aggregate[] = ['avg']) {
+async function pages(store: ReadingsStore, filter: ReadingsFilter, limit: number, interval?: number, aggregates: Aggregate[] = ['avg'], fill: Fill = 'none') {
   const all: object[] = []
   let after: SeriesPosition | undefined
   for (;;) {
-    const rows = interval ? await store.buckets(filter, interval, aggregates, limit, after) : await store.raw(filter, limit, after)
+    const rows = interval ? await store.buckets(filter, { intervalMs: interval, aggregates, fill }, limit, after) : await store.raw(filter, limit, after)
     all.push(...rows)
     if (rows.length < limit) return all
     const last = rows[rows.length - 1]!
@@ -61,7 +62,7 @@ describe('paging buckets (SQL store, always run)', () => {
       for (let i = 0; i < data.length; i += 1000) await store.write(data.slice(i, i + 1000))
       const filter = { accountId: 'acct_a', from: Date.UTC(2026, 10, 20, 6, 7, 0), to: Date.UTC(2026, 10, 20, 13, 0, 0) }
       for (const interval of [60_000, 900_000, 3_600_000]) {
-        const whole = await store.buckets(filter, interval, ['avg', 'count'], 100_000)
+        const whole = await store.buckets(filter, { intervalMs: interval, aggregates: ['avg', 'count'], fill: 'none' }, 100_000)
         expect(whole.length).toBeGreaterThan(10)
         expect({ interval, rows: round(await pages(store, filter, 40, interval, ['avg', 'count'])) }).toEqual({ interval, rows: round(whole) })
       }
@@ -117,6 +118,33 @@ describe.skipIf(!enabled)('SQL store and QuestDB answer alike', () => {
         const aggregates: Aggregate[] = ['avg', 'min', 'max', 'last', 'count']
         expect({ name, interval, rows: round(await pages(quest, filter, 97, interval, aggregates)) })
           .toEqual({ name, interval, rows: round(await pages(sql, filter, 97, interval, aggregates)) })
+      }
+    }
+  })
+
+  test('filled buckets (null and previous) for every interval, over gaps inside and around the data, paged', async () => {
+    // The window is a whole day around six hours of data: leading and trailing gaps, and dev_a/t1's silence inside.
+    for (const fill of ['null', 'previous'] as const) {
+      for (const interval of [60_000, 900_000, 3_600_000]) {
+        for (const [name, f] of [...filters.slice(0, 3), filters[5]!]) {
+          const filter = { accountId, ...window, ...f }
+          const aggregates: Aggregate[] = ['count', 'avg', 'min', 'max', 'last']
+          const ours = round(await pages(sql, filter, 997, interval, aggregates, fill))
+          expect(ours.length).toBeGreaterThan(0)
+          expect({ fill, name, interval, rows: round(await pages(quest, filter, 997, interval, aggregates, fill)) }).toEqual({ fill, name, interval, rows: ours })
+        }
+      }
+    }
+  })
+
+  test('skipping rows (where a CSV file ends) picks the same rows in both stores', async () => {
+    const filter = { accountId, ...window }
+    const after: SeriesPosition = [Date.UTC(2026, 10, 20, 7, 0, 0), 'dev_a', 'h1']
+    for (const skip of [0, 1, 499, 5000]) {
+      expect(round(await quest.raw(filter, 2, after, skip))).toEqual(round(await sql.raw(filter, 2, after, skip)))
+      for (const fill of ['none', 'null', 'previous'] as const) {
+        const spec = { intervalMs: 60_000, aggregates: ['count', 'last'] as Aggregate[], fill }
+        expect({ skip, fill, rows: round(await quest.buckets(filter, spec, 2, after, skip)) }).toEqual({ skip, fill, rows: round(await sql.buckets(filter, spec, 2, after, skip)) })
       }
     }
   })
