@@ -106,15 +106,20 @@ describe('sessions end', () => {
 
   test(`a session expires ${SESSION_TTL_MS / 3600_000} h after sign-in`, async () => {
     const { token } = await consoleAccount()
-    const { cookie } = await signIn(token)
-    try {
-      setSystemTime(new Date(Date.now() + SESSION_TTL_MS - 60_000))
-      expect((await get('/console/keys', cookie)).status).toBe(200)
-      setSystemTime(new Date(Date.now() + 2 * 60_000))
-      expect(isSignInRedirect(await get('/console/keys', cookie))).toBe(true)
-    } finally {
-      setSystemTime()
+    // Sessions are signed in with the clock set back, never forward: ids are monotonic per process, and a clock
+    // moved forward would leave every later id in this process stamped in the future.
+    const signedInAgo = async (ms: number) => {
+      try {
+        setSystemTime(new Date(Date.now() - ms))
+        return (await signIn(token)).cookie
+      } finally {
+        setSystemTime()
+      }
     }
+    const fresh = await signedInAgo(SESSION_TTL_MS - 60_000)
+    const stale = await signedInAgo(SESSION_TTL_MS + 60_000)
+    expect((await get('/console/keys', fresh)).status).toBe(200)
+    expect(isSignInRedirect(await get('/console/keys', stale))).toBe(true)
   })
 
   test('revoking the key a session signed in with ends that session', async () => {
