@@ -222,8 +222,11 @@ describe('alert evaluation', () => {
     const hooks = await receiver(key, ['sensor_device.stale', 'sensor_device.recovered'])
     const envId = await environment(key.accountId)
     const hub = await device(key, [{ key: 't1', metric: 'temperature', environment_id: envId }])
-    const created = await rule(key, { device_id: hub.id, channel: 't1', metric: 'temperature', stale_after_seconds: 120 })
     const start = Date.now()
+    // The evaluator starts watching the series when the rule arrives: a minute before the reading below, whatever
+    // the clock was left at by earlier tests (it stands still between them).
+    clock = start - 60_000
+    const created = await rule(key, { device_id: hub.id, channel: 't1', metric: 'temperature', stale_after_seconds: 120 })
     clock = start
     try {
       await send(hub.key, [{ channel: 't1', value: 26.5, ts: start - 1000 }])
@@ -263,6 +266,8 @@ describe('alert evaluation', () => {
       await rule(key, { device_id: hub.id, channel: 't1', metric: 'temperature', stale_after_seconds: 120 })
       // Written straight to the store, as another process's batch would be: this process's evaluator never sees it.
       await env.deps.readings.write([{ accountId: key.accountId, deviceId: hub.id, channel: 't1', ts: start + 100_000, value: 24.5, metric: 'temperature', environmentId: null }])
+      // QuestDB makes a write visible a moment after acknowledging it; the evaluator's question must find it.
+      await waitFor(async () => (await env.deps.readings.latest({ accountId: key.accountId, deviceId: hub.id, channel: 't1', from: start, to: start + 200_000 }, 1)).length === 1, 10_000)
       clock = start + 150_000
       await env.deps.alerts.checkStale()
       clock = start + 219_000
