@@ -4,9 +4,9 @@
 // serves again once Postgres is back, without a restart.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freePort } from '../../bench/lib/processes.ts'
 import { createTestEnv, problem, waitFor, type TestEnv } from '../helpers.ts'
 
 /** The Postgres server binaries, if this machine has them (Debian puts them under /usr/lib/postgresql/<v>/bin). */
@@ -22,13 +22,6 @@ const bin = postgresBin()
 const asPostgres = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--'] : []
 if (!bin) console.warn('postgres-outage.test: skipped: no initdb on this machine to start a private Postgres')
 
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as { port: number }).port
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 function run(args: string[]) {
   const done = Bun.spawnSync([...asPostgres, ...args], { stdout: 'pipe', stderr: 'pipe' })
@@ -65,7 +58,7 @@ describe.skipIf(!bin)('Postgres down and back', () => {
   let env: TestEnv
   let pg: ReturnType<typeof privatePostgres>
   beforeAll(async () => {
-    pg = privatePostgres(await freePort())
+    pg = privatePostgres(freePort())
     pg.start()
     env = await createTestEnv({ databaseUrl: pg.url })
   })

@@ -3,22 +3,14 @@
 // within 2 s), idempotent writes still never write twice, /readyz and /status say what is down, and the service
 // goes back to Redis by itself once it answers.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createServer } from 'node:net'
 import Redis from 'ioredis'
 import type { FallbackStore } from '../../src/kv/fallback.ts'
+import { freePort } from '../../bench/lib/processes.ts'
 import { createTestEnv, waitFor, type TestEnv } from '../helpers.ts'
 
 const redisServer = Bun.which('redis-server')
 if (!redisServer) console.warn('redis-outage.test: skipped: no redis-server binary on PATH to start a private Redis')
 
-/** A port nobody listens on right now (the OS picks it). */
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as { port: number }).port
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 /** A redis-server of our own on `port`, in the foreground so the test can kill it. */
 async function startRedis(port: number) {
@@ -44,7 +36,7 @@ describe.skipIf(!redisServer)('Redis down and back', () => {
   let port: number
   let redis: Awaited<ReturnType<typeof startRedis>>
   beforeAll(async () => {
-    port = await freePort()
+    port = freePort()
     redis = await startRedis(port)
     env = await createTestEnv({ redisUrl: `redis://127.0.0.1:${port}`, redisCommandTimeoutMs: 300, redisConnectTimeoutMs: 500 })
   })
