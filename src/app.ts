@@ -4,6 +4,7 @@ import type { Deps } from './deps.ts'
 import { ApiError, problemResponse } from './http/errors.ts'
 import { fieldErrors } from './http/field-errors.ts'
 import './http/formats.ts'
+import { deliverDeclaredHeaders } from './http/declared-response.ts'
 import { docsPage } from './http/docs-page.ts'
 import { buildOpenApiDocument } from './http/openapi-document.ts'
 import { parseJsonBody, unstorableFields } from './http/json-body.ts'
@@ -109,6 +110,8 @@ export function createApp(deps: Deps) {
       }
       return parseJsonBody(text)
     })
+    // ETag and Idempotent-Replayed, as each route's op() declares them (declared-response.ts).
+    .onAfterHandle(deliverDeclaredHeaders)
     .onError(({ code, error, request }) => {
       const apiError = toApiError(code, error, request.url)
       const state = requestState(request)

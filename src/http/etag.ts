@@ -20,9 +20,3 @@ export function requireMatch(ifMatch: string | null | undefined, version: number
 export const Preconditions = t.Object({
   'if-match': t.Optional(t.String({ description: 'The ETag of the version you read; a stale one is refused with 412.' })),
 })
-
-/** Sets the ETag of a versioned record on the response and returns the record as the API shows it. */
-export function withEtag<Row extends { version: number }, Out>(set: { headers: Record<string, unknown> }, row: Row, present: (row: Row) => Out): Out {
-  set.headers.etag = etagOf(row.version)
-  return present(row)
-}

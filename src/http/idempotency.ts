@@ -11,6 +11,7 @@ import type { Deps } from '../deps.ts'
 import type { Executor } from '../webhooks/outbox.ts'
 import { canonical } from './cursor.ts'
 import { ApiError, problemBody } from './errors.ts'
+import { versionOf, withVersion } from './declared-response.ts'
 import { requestState } from './request-state.ts'
 import { principalOf } from './request.ts'
 
@@ -143,26 +144,43 @@ export const IdempotencyHeaders = t.Object({
   })),
 })
 
+/** An idempotent operation creates a record, and a new record is at version 1: a replay names that version's ETag, as the first answer did. */
+const CREATED_VERSION = 1
+
+/** What `writeOnce` needs of the route's context (Elysia's, as the handler received it). */
+export interface CreateContext {
+  request: Request
+  set: { status?: number | string }
+  headers: { 'idempotency-key'?: string }
+  body: unknown
+}
+
 /**
- * Answers a create: `perform` runs in a transaction, at most once per Idempotency-Key when the request carries
- * one. `headersOf` adds headers to a fresh or replayed success (e.g. the ETag).
+ * Answers a create that declares `op({ idempotent: true })`: `perform` runs in a transaction, at most once per
+ * Idempotency-Key when the request carries one, and returns the new record as the API shows it (`versioned(…)`
+ * when the route also declares etag). A replay answers what was stored; the app's hook (declared-response.ts)
+ * marks it with Idempotent-Replayed. A stored refusal (4xx) answers as the problem it was.
  */
-export async function respondIdempotently(
-  deps: Deps, request: Request, key: string | undefined, body: unknown, perform: (tx: Executor) => Promise<Outcome>,
-  headersOf: (outcome: Outcome) => Record<string, string> = () => ({}),
-): Promise<Response> {
-  const { accountId } = principalOf(request)
+export async function writeOnce<Out extends object>(deps: Deps, context: CreateContext, perform: (tx: Executor) => Promise<Out>): Promise<Out | Response> {
+  const { request, set, headers, body } = context
   const state = requestState(request)
+  const route = state.route
+  if (!route?.policy.idempotent) throw new Error(`${route?.method} ${route?.path}: answers through writeOnce() but does not declare idempotent`)
+  let created: Out | undefined
+  const create = async (tx: Executor): Promise<Outcome> => {
+    created = await perform(tx)
+    const version = versionOf(created)
+    if (version !== undefined && version !== CREATED_VERSION) throw new Error(`a create answered version ${version}; a replay would name version ${CREATED_VERSION}`)
+    return { status: 201, body: JSON.stringify(created) }
+  }
+  const key = headers['idempotency-key']
   const result = key === undefined
-    ? { ...(await deps.database.db.transaction(perform)), replayed: false }
-    : await runIdempotent(deps, { accountId, key, fingerprint: fingerprintOf('POST', new URL(request.url).pathname, body), requestId: state.requestId, url: request.url }, perform)
-  return new Response(result.body, {
-    status: result.status,
-    headers: {
-      ...state.headers,
-      ...(result.status < 400 ? headersOf(result) : {}),
-      'content-type': result.status >= 400 ? 'application/problem+json' : 'application/json',
-      ...(result.replayed ? { 'idempotent-replayed': 'true' } : {}),
-    },
-  })
+    ? { ...(await deps.database.db.transaction(create)), replayed: false }
+    : await runIdempotent(deps, { accountId: principalOf(request).accountId, key, fingerprint: fingerprintOf('POST', new URL(request.url).pathname, body), requestId: state.requestId, url: request.url }, create)
+  state.idempotency = result.replayed ? 'replayed' : 'fresh'
+  set.status = result.status
+  if (result.status >= 400) return new Response(result.body, { status: result.status, headers: { 'content-type': 'application/problem+json' } })
+  if (!result.replayed && created) return created
+  const stored = JSON.parse(result.body) as Out
+  return route.policy.etag ? withVersion(stored, CREATED_VERSION) : stored
 }

@@ -17,6 +17,8 @@ export interface RequestState {
   principal?: Principal
   route?: ApiRoute
   rateLimit?: RateLimitState
+  /** Set by `writeOnce` (idempotency.ts): whether this answer was written now or replays a stored one. */
+  idempotency?: 'fresh' | 'replayed'
   /** Authentication waits for the handler, which reads the key from the body (see Pipeline.admitDeferred). */
   deferredAuth?: boolean
 }

@@ -116,6 +116,7 @@ describe('alert rules', () => {
     const again = await env.request('POST', '/api/v1/environment/alert-rules', { token: key.token, body, headers: { 'idempotency-key': 'rule-1' } })
     expect(again.status).toBe(201)
     expect(again.headers.get('idempotent-replayed')).toBe('true')
+    expect(again.headers.get('etag')).toBe('"v1"')
     expect(await again.json()).toEqual(await first.json())
     await problem(await env.request('POST', '/api/v1/environment/alert-rules', { token: key.token, body: { ...body, max: 31 }, headers: { 'idempotency-key': 'rule-1' } }), 422, 'idempotency_key_mismatch')
     expect(await env.deps.database.db.$count(alertRules, eq(alertRules.account_id, key.accountId))).toBe(1)

@@ -1,7 +1,7 @@
 // /activities: list and record; POST honours Idempotency-Key (CONTRACT §5).
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps.ts'
-import { IdempotencyHeaders, respondIdempotently } from '../../http/idempotency.ts'
+import { IdempotencyHeaders, writeOnce } from '../../http/idempotency.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
@@ -48,10 +48,9 @@ export function activitiesModule(deps: Deps) {
       response: { 200: PageOf(Activity) },
       detail: op({ summary: 'List activities', description: 'Newest occurrence first.', tags: ['Activities'], scopes: ['activities:read'] }),
     })
-    .post('/activities', ({ request, body, headers }) => {
-      const { accountId } = principalOf(request)
-      return respondIdempotently(deps, request, headers['idempotency-key'], body,
-        async (tx) => ({ status: 201, body: JSON.stringify(presentActivity(await recordActivity(tx, accountId, body))) }))
+    .post('/activities', (context) => {
+      const { accountId } = principalOf(context.request)
+      return writeOnce(deps, context, async (tx) => presentActivity(await recordActivity(tx, accountId, context.body)))
     }, {
       headers: IdempotencyHeaders,
       body: ActivityCreate,

@@ -3,8 +3,9 @@ import { Elysia, t } from 'elysia'
 import { ALERT_KINDS, ALERT_RESOLUTIONS, ALERT_STATES } from '../../../db/schema/index.ts'
 import type { Deps } from '../../deps.ts'
 import { ApiError } from '../../http/errors.ts'
-import { Preconditions, etagOf, withEtag } from '../../http/etag.ts'
-import { IdempotencyHeaders, respondIdempotently } from '../../http/idempotency.ts'
+import { Preconditions } from '../../http/etag.ts'
+import { IdempotencyHeaders, writeOnce } from '../../http/idempotency.ts'
+import { versioned } from '../../http/declared-response.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
@@ -144,13 +145,11 @@ export function alertsModule(deps: Deps) {
       response: { 200: PageOf(AlertRule) },
       detail: op({ summary: 'List alert rules', description: 'Newest first. Deleted rules are not listed.', tags: ['Alerts'], scopes: ['alerts:read'] }),
     })
-    .post('/environment/alert-rules', async ({ request, body, headers }) => {
-      const { accountId } = principalOf(request)
-      const response = await respondIdempotently(deps, request, headers['idempotency-key'], body,
-        async (tx) => ({ status: 201, body: JSON.stringify(presentRule(await createRule(tx, accountId, body))) }),
-        () => ({ etag: etagOf(1) }))
-      if (response.status === 201) await announce(deps, accountId)
-      return response
+    .post('/environment/alert-rules', async (context) => {
+      const { accountId } = principalOf(context.request)
+      const answer = await writeOnce(deps, context, async (tx) => versioned(await createRule(tx, accountId, context.body), presentRule))
+      if (context.set.status === 201) await announce(deps, accountId)
+      return answer
     }, {
       headers: IdempotencyHeaders,
       body: AlertRuleCreate,
@@ -160,7 +159,7 @@ export function alertsModule(deps: Deps) {
     .get('/environment/alert-rules/:id', async ({ request, params, set }) => {
       const row = await getRule(deps.database.db, principalOf(request).accountId, ruleId(params.id))
       if (!row) throw new ApiError('not_found', 'No such alert rule.')
-      return withEtag(set, row, presentRule)
+      return versioned(row, presentRule)
     }, {
       params: RuleIdParam,
       response: { 200: AlertRule },
@@ -168,7 +167,7 @@ export function alertsModule(deps: Deps) {
     })
     .patch('/environment/alert-rules/:id', async ({ request, params, body, headers, set }) => {
       const row = await updateRule(deps, principalOf(request).accountId, ruleId(params.id), body, headers['if-match'] ?? null)
-      return withEtag(set, row, presentRule)
+      return versioned(row, presentRule)
     }, {
       params: RuleIdParam,
       headers: Preconditions,

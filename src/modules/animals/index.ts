@@ -3,7 +3,8 @@ import { Elysia, t } from 'elysia'
 import { ANIMAL_SEXES, ANIMAL_STATUSES } from '../../../db/schema/index.ts'
 import type { Deps } from '../../deps.ts'
 import { ApiError } from '../../http/errors.ts'
-import { Preconditions, withEtag } from '../../http/etag.ts'
+import { Preconditions } from '../../http/etag.ts'
+import { versioned } from '../../http/declared-response.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
@@ -122,7 +123,7 @@ export function animalsModule(deps: Deps) {
     .post('/animals', async ({ request, body, set }) => {
       const row = await createAnimal(deps, principalOf(request).accountId, body)
       set.status = 201
-      return withEtag(set, row, presentAnimal)
+      return versioned(row, presentAnimal)
     }, {
       body: AnimalCreate,
       response: { 201: Animal },
@@ -131,7 +132,7 @@ export function animalsModule(deps: Deps) {
     .get('/animals/:id', async ({ request, params, set }) => {
       const row = await getAnimal(deps.database.db, principalOf(request).accountId, animalId(params.id))
       if (!row) throw new ApiError('not_found', 'No such animal.')
-      return withEtag(set, row, presentAnimal)
+      return versioned(row, presentAnimal)
     }, {
       params: IdParam,
       response: { 200: Animal },
@@ -139,7 +140,7 @@ export function animalsModule(deps: Deps) {
     })
     .patch('/animals/:id', async ({ request, params, body, headers, set }) => {
       const row = await updateAnimal(deps, principalOf(request).accountId, animalId(params.id), body, headers['if-match'] ?? null)
-      return withEtag(set, row, presentAnimal)
+      return versioned(row, presentAnimal)
     }, {
       params: IdParam,
       headers: Preconditions,

@@ -2,7 +2,8 @@
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps.ts'
 import { ApiError } from '../../http/errors.ts'
-import { Preconditions, etagOf, withEtag } from '../../http/etag.ts'
+import { Preconditions } from '../../http/etag.ts'
+import { versioned } from '../../http/declared-response.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
@@ -100,8 +101,7 @@ export function sensorsModule(deps: Deps) {
     .post('/sensors/devices', async ({ request, body, set }) => {
       const { row, key } = await createDevice(deps, principalOf(request).accountId, body)
       set.status = 201
-      set.headers.etag = etagOf(row.version)
-      return { ...presentDevice(row), key }
+      return versioned(row, (device) => ({ ...presentDevice(device), key }))
     }, {
       body: DeviceCreate,
       response: { 201: CreatedDevice },
@@ -110,20 +110,20 @@ export function sensorsModule(deps: Deps) {
         tags: ['Sensors'], scopes: ['sensors:write'], errors: [422], etag: true,
       }),
     })
-    .get('/sensors/devices/:id', async ({ request, params, set }) => {
+    .get('/sensors/devices/:id', async ({ request, params }) => {
       const principal = principalOf(request)
       const id = deviceId(params.id)
       if (principal.kind === 'device' && principal.deviceId !== id) throw new ApiError('device_key_not_allowed', 'A device key may read only its own device.')
       const row = await getDevice(deps.database.db, principal.accountId, id)
       if (!row) throw new ApiError('not_found', 'No such device.')
-      return withEtag(set, row, presentDevice)
+      return versioned(row, presentDevice)
     }, {
       params: IdParam,
       response: { 200: Device },
       detail: op({ summary: 'Get a device and its channel configuration', description: 'A device key may read its own device.', tags: ['Sensors'], auth: ['personal', 'device'], scopes: ['sensors:read'], errors: [404], etag: true }),
     })
-    .patch('/sensors/devices/:id', async ({ request, params, body, headers, set }) =>
-      withEtag(set, await updateDevice(deps, principalOf(request).accountId, deviceId(params.id), body, headers['if-match'] ?? null), presentDevice), {
+    .patch('/sensors/devices/:id', async ({ request, params, body, headers }) =>
+      versioned(await updateDevice(deps, principalOf(request).accountId, deviceId(params.id), body, headers['if-match'] ?? null), presentDevice), {
       params: IdParam,
       headers: Preconditions,
       body: DevicePatch,
