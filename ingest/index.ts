@@ -26,6 +26,8 @@ export interface IngestDeps {
   readonly metrics: Pick<Metrics, 'ingestFlushReadings' | 'ingestFlushDuration' | 'ingestStoreErrors'>
   /** Told about every batch once it is durably written (the alert evaluator). */
   readonly onWritten?: BatcherOptions['onWritten']
+  /** The batcher's clock for its recovery pause (epoch ms); tests move it instead of waiting. */
+  readonly clock?: () => number
 }
 
 export async function createIngest(deps: IngestDeps): Promise<Ingest> {
@@ -40,6 +42,7 @@ export async function createIngest(deps: IngestDeps): Promise<Ingest> {
       if (!ok) deps.metrics.ingestStoreErrors.inc()
     },
     onWritten: deps.onWritten,
+    now: deps.clock,
   })
   const devices = new DeviceDirectory(deps.database.db, deps.shared)
   await devices.start()

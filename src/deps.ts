@@ -50,7 +50,8 @@ export interface DepsOptions {
   readings?: (database: Database) => ReadingsStore
   /** A logger to use instead of stderr's (tests read the access log through it). */
   log?: Logger
-  /** The alert evaluator's clock (epoch ms), so tests can make a sensor stale without waiting. */
+  /** The clock (epoch ms) of the alert evaluator and of the batcher's recovery pause, so tests can make a sensor
+   *  stale or a store's Retry-After pass without waiting. */
   clock?: () => number
 }
 
@@ -75,7 +76,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}): Pro
   const dispatcher = new Dispatcher(database, config, log, systemResolver, { onAttempt: (outcome) => metrics.webhookAttempts.inc([outcome]) })
   const alerts = new AlertEvaluator({ db: database.db, shared, readings, log, now: options.clock })
   await alerts.start()
-  const ingest = await createIngest({ config, database, shared, readings, log, metrics, onWritten: (batch) => alerts.observe(batch) })
+  const ingest = await createIngest({ config, database, shared, readings, log, metrics, onWritten: (batch) => alerts.observe(batch), clock: options.clock })
   return {
     config, database, shared, authenticator, platform, log, metrics,
     cursors: new CursorCodec(cursorSecret),
