@@ -1,6 +1,6 @@
 // Turning what a device sent into readings: each reading is checked on its own, and a bad one is rejected by
 // index without costing the rest of the batch (CONTRACT §7).
-import type { DeviceInfo } from './devices.ts'
+import type { ChannelMapping, DeviceInfo } from './devices.ts'
 import type { Reading } from './stores/interface.ts'
 
 export const MAX_READINGS_PER_BATCH = 5000
@@ -38,8 +38,7 @@ export function parseTimestamp(ts: unknown, now: number): number | RejectCode {
 }
 
 /** Maps a channel through the device's configuration; unmapped channels keep their readings with nulls. */
-function reading(device: DeviceInfo, channel: string, value: number, ts: number, unmapped: Set<string>): Reading {
-  const mapping = device.channels.get(channel)
+function reading(device: DeviceInfo, mapping: ChannelMapping | undefined, channel: string, value: number, ts: number, unmapped: Set<string>): Reading {
   if (!mapping?.metric) unmapped.add(channel)
   return { accountId: device.accountId, deviceId: device.id, channel, ts, value, metric: mapping?.metric ?? null, environmentId: mapping?.environmentId ?? null }
 }
@@ -50,7 +49,8 @@ export function parseBatch(items: readonly unknown[], device: DeviceInfo, now: n
   const readings: Reading[] = []
   const rejected: Rejection[] = []
   const unmapped = new Set<string>()
-  const seen = new Set<string>()
+  // Timestamps seen per channel: number sets, not a string key per reading (a reading's cost is a few hundred ns).
+  const seen = new Map<string, Set<number>>()
   const reject = (index: number, code: RejectCode) => rejected.push({ index, code, message: MESSAGES[code] })
   for (let index = 0; index < items.length; index++) {
     const item = items[index] as Record<string, unknown> | null
@@ -59,14 +59,18 @@ export function parseBatch(items: readonly unknown[], device: DeviceInfo, now: n
     for (const key in item) if (key !== 'channel' && key !== 'value' && key !== 'ts') { extra = true; break }
     if (extra) { reject(index, 'invalid_reading'); continue }
     const { channel, value } = item
-    if (typeof channel !== 'string' || !CHANNEL.test(channel)) { reject(index, 'invalid_channel'); continue }
+    if (typeof channel !== 'string') { reject(index, 'invalid_channel'); continue }
+    // A configured channel's key has the same shape (the device schema's pattern): only unknown ones are tested.
+    const mapping = device.channels.get(channel)
+    if (!mapping && !CHANNEL.test(channel)) { reject(index, 'invalid_channel'); continue }
     if (typeof value !== 'number' || !Number.isFinite(value)) { reject(index, 'invalid_value'); continue }
     const ts = parseTimestamp(item.ts, now)
     if (typeof ts === 'string') { reject(index, ts); continue }
-    const identity = `${channel}\u0000${ts}`
-    if (seen.has(identity)) { reject(index, 'duplicate_reading'); continue }
-    seen.add(identity)
-    readings.push(reading(device, channel, value, ts, unmapped))
+    let times = seen.get(channel)
+    if (!times) seen.set(channel, (times = new Set()))
+    else if (times.has(ts)) { reject(index, 'duplicate_reading'); continue }
+    times.add(ts)
+    readings.push(reading(device, mapping, channel, value, ts, unmapped))
   }
   return { readings, rejected, unmapped }
 }
@@ -91,7 +95,7 @@ export function parsePing(fields: Record<string, unknown>, device: DeviceInfo, n
     const value = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN
     if (!CHANNEL.test(channel)) problems.push({ path: `${where}/${channel}`, message: MESSAGES.invalid_channel })
     else if (!Number.isFinite(value)) problems.push({ path: `${where}/${channel}`, message: MESSAGES.invalid_value })
-    else if (typeof ts === 'number') readings.push(reading(device, channel, value, ts, unmapped))
+    else if (typeof ts === 'number') readings.push(reading(device, device.channels.get(channel), channel, value, ts, unmapped))
   }
   return problems.length ? { problems } : { parsed: { readings, rejected: [], unmapped }, problems }
 }
