@@ -53,7 +53,8 @@ export async function openPostgres(databaseUrl: string): Promise<Database> {
   const { drizzle } = await import('drizzle-orm/postgres-js')
   const { migrate } = await import('drizzle-orm/postgres-js/migrator')
   const client = postgres(databaseUrl, {
-    max: 10, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS, connection: { statement_timeout: STATEMENT_TIMEOUT_MS },
+    max: 10, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS, // TimeZone UTC: Postgres then writes timestamps as the API does (db/schema/instant.ts takes its fast path).
+    connection: { statement_timeout: STATEMENT_TIMEOUT_MS, TimeZone: 'UTC' },
   })
   const db = drizzle({ client, schema })
   return {

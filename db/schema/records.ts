@@ -5,15 +5,15 @@
 // (account_id, id): the database itself refuses a row that points at another account's record.
 import { sql } from 'drizzle-orm'
 import {
-  check, date, doublePrecision, foreignKey, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique,
+  check, date, doublePrecision, foreignKey, index, integer, jsonb, pgTable, primaryKey, text, unique,
   type AnyPgColumn,
 } from 'drizzle-orm/pg-core'
 import { accounts } from './foundation.ts'
+import { instant } from './instant.ts'
 
-const instant = (name: string) => timestamp(name, { withTimezone: true, precision: 3 })
 const day = (name: string) => date(name, { mode: 'string' })
 const owner = () => text('account_id').notNull().references(() => accounts.id, { onDelete: 'cascade' })
-const times = () => ({ created_at: instant('created_at').notNull().defaultNow(), updated_at: instant('updated_at').notNull().defaultNow() })
+const times = () => ({ created_at: instant('created_at').notNull().default(sql`now()`), updated_at: instant('updated_at').notNull().default(sql`now()`) })
 const textArray = (name: string) => text(name).array().notNull().default(sql`'{}'::text[]`)
 const oneOf = (name: string, column: AnyPgColumn, values: readonly string[]) =>
   check(name, sql`${column} in (${sql.join(values.map((v) => sql.raw(`'${v}'`)), sql`, `)})`)
@@ -117,7 +117,7 @@ export const idempotencyKeys = pgTable('idempotency_keys', {
   fingerprint: text('fingerprint').notNull(),
   status: integer('status').notNull(),
   body: text('body').notNull(),
-  created_at: instant('created_at').notNull().defaultNow(),
+  created_at: instant('created_at').notNull().default(sql`now()`),
 }, (t) => [primaryKey({ columns: [t.account_id, t.key] }), index('idempotency_keys_created_idx').on(t.created_at)])
 
 /** Webhook events written in the same transaction as the change they report (CONTRACT §8); delivered later. */
@@ -127,7 +127,7 @@ export const outboxEvents = pgTable('outbox_events', {
   type: text('type').notNull(),
   /** The minified envelope exactly as it will be signed and sent. */
   payload: text('payload').notNull(),
-  created_at: instant('created_at').notNull().defaultNow(),
+  created_at: instant('created_at').notNull().default(sql`now()`),
 }, (t) => [index('outbox_events_account_idx').on(t.account_id, t.id)])
 
 export const breedingRecords = pgTable('breeding_records', {

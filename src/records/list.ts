@@ -68,7 +68,7 @@ export async function listPage<Out, F extends Record<string, unknown>>(deps: Dep
   }
   const rows = await statementFor(request as ListRequest, present_)(deps.database.db, values)
   const positionOf = sortBy
-    ? (row: any) => [(row[sortBy.name] as Date).toISOString(), row.id as string]
+    ? (row: any) => [row[sortBy.name] as string, row.id as string]
     : (row: any) => [row.id as string]
   return toPage(rows, limit, deps.cursors, scope, positionOf, present)
 }

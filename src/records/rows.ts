@@ -22,15 +22,3 @@ export function presentRow<Row extends Record<string, unknown>>(row: Row): Prese
   }
   return out as Presented<Row>
 }
-
-/** The names of a table's timestamp columns, whose API values (strings) become Dates on the way in. */
-export function instantColumns(table: PgTable): Set<string> {
-  return new Set(Object.entries(getTableColumns(table)).filter(([, c]) => c.columnType === 'PgTimestamp').map(([name]) => name))
-}
-
-/** API field values → column values: RFC 3339 strings in instant columns become Dates. */
-export function toColumns(values: Record<string, unknown>, instants: Set<string>): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(values)) out[key] = instants.has(key) && typeof value === 'string' ? new Date(value) : value
-  return out
-}

@@ -19,7 +19,6 @@ import { Animal } from '../modules/animals/index.ts'
 import type { Executor } from '../webhooks/outbox.ts'
 import { READ_ONLY_AREAS } from '../records/all-areas.ts'
 import type { KeysetTable } from '../records/list.ts'
-import { instantColumns, toColumns } from '../records/rows.ts'
 
 /** Rows per INSERT statement: large enough that thousands of rows take a handful of round trips, small enough to
  *  stay far below Postgres's 65 535 bind parameters (animals have 21 columns: 500 rows ≈ 10 500 parameters). */
@@ -85,7 +84,6 @@ interface Compiled {
   nullable: string[]
   /** Fields that hold an id of this same area (parent_id, dam_id…): their targets must be inserted first. */
   selfRefs: string[]
-  instants: Set<string>
 }
 
 const compiled = new Map<string, Compiled>()
@@ -110,7 +108,7 @@ function compile(area: ImportArea): Compiled {
     properties[name] = optional ? t.Optional(schema) : schema
   }
   const schema = t.Object(properties, { additionalProperties: false })
-  c = { area, schema, check: TypeCompiler.Compile(schema), nullable, selfRefs, instants: instantColumns(area.table as PgTable) }
+  c = { area, schema, check: TypeCompiler.Compile(schema), nullable, selfRefs }
   compiled.set(area.name, c)
   return c
 }
@@ -215,7 +213,8 @@ function prepare(c: Compiled, accountId: string, rows: unknown[]): Prepared[] {
     if (found.length) return
     const values: Record<string, unknown> = { account_id: accountId }
     for (const field of c.nullable) values[field] = null
-    Object.assign(values, toColumns(row as Record<string, unknown>, c.instants))
+    // Instants go as the RFC 3339 text the schema checked: Postgres reads it (offsets included).
+    Object.assign(values, row)
     values.id ??= newId(c.area.idKind)
     prepared.push({ rowNo, values })
   })
@@ -277,16 +276,17 @@ function describeDbError(error: unknown, chunk: Prepared[]): string {
 
 /** Sets each animal's latest weight from imported weighings that are newer than what it has, as POST does. */
 async function applyWeights(tx: Executor, accountId: string, rows: Prepared[]): Promise<void> {
-  const newest = new Map<string, { grams: number; at: Date }>()
+  const newest = new Map<string, { grams: number; at: number }>()
   for (const { values } of rows) {
     if (values.type !== 'weight') continue
-    const at = values.occurred_at as Date
+    // The row's RFC 3339 text may carry any offset: compare instants, not text.
+    const at = Date.parse(values.occurred_at as string)
     const current = newest.get(values.animal_id as string)
     if (!current || current.at < at) newest.set(values.animal_id as string, { grams: (values.details as { grams: number }).grams, at })
   }
   const list = [...newest]
   for (let i = 0; i < list.length; i += CHUNK) {
-    const batch = sql.join(list.slice(i, i + CHUNK).map(([id, w]) => sql`(${id}, ${w.grams}::float8, ${w.at.toISOString()}::timestamptz)`), sql`, `)
+    const batch = sql.join(list.slice(i, i + CHUNK).map(([id, w]) => sql`(${id}, ${w.grams}::float8, ${new Date(w.at).toISOString()}::timestamptz)`), sql`, `)
     await tx.execute(sql`
       update ${animals} set weight_grams = w.grams, weighed_at = w.at, version = ${animals.version} + 1, updated_at = now()
       from (values ${batch}) as w(id, grams, at)

@@ -45,8 +45,8 @@ export async function appendEvent(tx: Executor, accountId: string, type: EventTy
 /** The test event goes to one endpoint only, whatever events it subscribes to. */
 export async function appendTestEvent(tx: Executor, accountId: string, endpointId: string): Promise<string> {
   const id = newId('event')
-  const createdAt = new Date()
-  const payload = JSON.stringify({ id, type: 'webhook_endpoint.test', created_at: createdAt.toISOString(), data: { object: { endpoint_id: endpointId } } })
+  const createdAt = new Date().toISOString()
+  const payload = JSON.stringify({ id, type: 'webhook_endpoint.test', created_at: createdAt, data: { object: { endpoint_id: endpointId } } })
   await tx.insert(outboxEvents).values({ id, account_id: accountId, type: 'webhook_endpoint.test', payload, created_at: createdAt })
   await tx.insert(webhookDeliveries).values({ account_id: accountId, endpoint_id: endpointId, event_id: id, event_type: 'webhook_endpoint.test' })
   return id

@@ -231,7 +231,7 @@ describe('Idempotency-Key', () => {
     const animal = await animalOf(key)
     const body = { animal_id: animal, type: 'note' }
     expect((await record(key, body, 'daily')).status).toBe(201)
-    const dayAgo = new Date(Date.now() - IDEMPOTENCY_RETENTION_MS - 60_000)
+    const dayAgo = new Date(Date.now() - IDEMPOTENCY_RETENTION_MS - 60_000).toISOString()
     await env.deps.database.db.update(idempotencyKeys).set({ created_at: dayAgo }).where(eq(idempotencyKeys.account_id, key.accountId))
     await loseSharedStore()
     const again = await record(key, body, 'daily')

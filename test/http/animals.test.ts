@@ -171,7 +171,7 @@ describe('animals: soft delete', () => {
     const types = await (await env.request('GET', '/api/v1/animal-types', { token: key.token })).json()
     expect(types.data).toEqual([])
     const [stored] = await env.deps.database.db.select().from(animals).where(and(eq(animals.id, animal.id), eq(animals.account_id, key.accountId)))
-    expect(stored?.deleted_at).toBeInstanceOf(Date)
+    expect(stored?.deleted_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
     const all = await events(key.accountId)
     expect(all.map((e) => e.type)).toEqual(['animal.created', 'animal.deleted'])
     const envelope = JSON.parse(all[1]!.payload)

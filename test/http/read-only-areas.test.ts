@@ -51,7 +51,7 @@ async function seed(accountId: string) {
     { id: id.vet, account_id: accountId, name: 'Dr. Jo Vet', company: 'Exotic Vets Ltd', kind: 'veterinarian' },
   ])
   await db.insert(invoices).values([
-    { id: id.paid, account_id: accountId, number: 'INV-1', contact_id: id.buyer, status: 'paid', currency: 'EUR', issued_on: '2026-06-01', paid_at: new Date('2026-06-03T10:00:00Z'), line_items: [{ description: 'Ball python hatchling', quantity: 1, unit_amount: 15000, amount: 15000, animal_id: id.sire }], subtotal: 15000, tax: 2850, total: 17850 },
+    { id: id.paid, account_id: accountId, number: 'INV-1', contact_id: id.buyer, status: 'paid', currency: 'EUR', issued_on: '2026-06-01', paid_at: '2026-06-03T10:00:00.000Z', line_items: [{ description: 'Ball python hatchling', quantity: 1, unit_amount: 15000, amount: 15000, animal_id: id.sire }], subtotal: 15000, tax: 2850, total: 17850 },
     { id: id.open, account_id: accountId, number: 'INV-2', contact_id: id.buyer, status: 'open', currency: 'EUR', issued_on: '2026-09-01', due_on: '2026-10-01', subtotal: 5000, tax: 0, total: 5000 },
   ])
   await db.insert(documents).values([
@@ -146,7 +146,7 @@ describe('read-only areas', () => {
 
   test('updated_since returns only records changed at or after the instant', async () => {
     const since = new Date(Date.now() + 1000)
-    await env.deps.database.db.update(contacts).set({ updated_at: new Date(since.getTime() + 1000) }).where(eq(contacts.id, seeded.id.vet))
+    await env.deps.database.db.update(contacts).set({ updated_at: new Date(since.getTime() + 1000).toISOString() }).where(eq(contacts.id, seeded.id.vet))
     for (const area of READ_ONLY_AREAS) {
       const ids = await allIds(owner, area.path, `updated_since=${since.toISOString()}`, 50)
       expect({ area: area.name, ids }).toEqual({ area: area.name, ids: area.name === 'contacts' ? [seeded.id.vet] : [] })

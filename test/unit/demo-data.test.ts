@@ -61,7 +61,7 @@ describe('fillDemoAccount (default size)', () => {
     const weighings = await db().select().from(activities)
       .where(and(eq(activities.account_id, demo.accountId), eq(activities.type, 'weight')))
       .orderBy(asc(activities.occurred_at), asc(activities.id))
-    const newest = new Map<string, { grams: number; at: Date }>()
+    const newest = new Map<string, { grams: number; at: string }>()
     const series = new Map<string, number[]>()
     for (const w of weighings) {
       const grams = (w.details as { grams: number }).grams
@@ -71,15 +71,15 @@ describe('fillDemoAccount (default size)', () => {
     const animalRows = await rowsOf(animals)
     for (const a of animalRows) {
       const latest = newest.get(a.id)
-      expect({ id: a.id, grams: a.weight_grams, at: a.weighed_at?.toISOString() ?? null })
-        .toEqual({ id: a.id, grams: latest?.grams ?? null, at: latest?.at.toISOString() ?? null })
+      expect({ id: a.id, grams: a.weight_grams, at: a.weighed_at ?? null })
+        .toEqual({ id: a.id, grams: latest?.grams ?? null, at: latest?.at ?? null })
     }
     expect(newest.size).toBeGreaterThan(animalRows.length * 0.9)
     // Hatchlings grow: their last weighing is well above their first.
     const grown = animalRows.filter((a) => a.dam_id && (series.get(a.id)?.length ?? 0) >= 4)
     expect(grown.length).toBeGreaterThan(10)
     for (const a of grown) { const s = series.get(a.id)!; expect(s.at(-1)!).toBeGreaterThan(s[0]!) }
-    const times = (await rowsOf(activities)).map((r) => r.occurred_at.getTime())
+    const times = (await rowsOf(activities)).map((r) => Date.parse(r.occurred_at))
     expect(Math.max(...times)).toBeLessThanOrEqual(Date.now())
     expect(Math.min(...times)).toBeGreaterThan(Date.now() - 560 * 86_400_000)
   })
@@ -156,7 +156,7 @@ describe('determinism', () => {
     const refOf = new Map(animalRows.map((a) => [a.id, a.reference_id]))
     const log = new Map<string, string[]>()
     for (const r of await rowsOf(activities, accountId)) {
-      log.set(refOf.get(r.animal_id)!, [...(log.get(refOf.get(r.animal_id)!) ?? []), `${r.occurred_at.toISOString()} ${r.type} ${JSON.stringify({ ...r.details, condition_id: undefined })}`])
+      log.set(refOf.get(r.animal_id)!, [...(log.get(refOf.get(r.animal_id)!) ?? []), `${r.occurred_at} ${r.type} ${JSON.stringify({ ...r.details, condition_id: undefined })}`])
     }
     return {
       animals: animalRows.map(({ id, account_id, environment_id, dam_id, sire_id, created_at, updated_at, ...a }) => ({

@@ -116,7 +116,7 @@ export async function updateAnimal(deps: Deps, accountId: string, id: string, pa
     if (!changed.length) return current
     await checkFields(tx, accountId, fields, id)
     const [row] = await tx.update(animals)
-      .set({ ...Object.fromEntries(changed.map((field) => [field, fields[field]])), version: current.version + 1, updated_at: new Date() })
+      .set({ ...Object.fromEntries(changed.map((field) => [field, fields[field]])), version: current.version + 1, updated_at: new Date().toISOString() })
       .where(eq(animals.id, id)).returning()
     await appendEvent(tx, accountId, 'animal.updated', presentAnimal(row!), presentRow(Object.fromEntries(changed.map((f) => [f, current[f]]))))
     return row!
@@ -129,7 +129,7 @@ export async function deleteAnimal(deps: Deps, accountId: string, id: string, if
     const current = await getAnimal(tx, accountId, id, true)
     if (!current) throw new ApiError('not_found', 'No such animal.')
     requireMatch(ifMatch, current.version)
-    const [row] = await tx.update(animals).set({ deleted_at: new Date(), updated_at: new Date(), version: current.version + 1 }).where(eq(animals.id, id)).returning()
+    const [row] = await tx.update(animals).set({ deleted_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: current.version + 1 }).where(eq(animals.id, id)).returning()
     await appendEvent(tx, accountId, 'animal.deleted', presentAnimal(row!))
   })
 }
