@@ -200,7 +200,7 @@ describe('animals: lists', () => {
     expect(await ids('q=%25')).toEqual([a.id])
     expect(await ids('q=_')).toEqual([])
     expect(await ids('species=python-regius&sex=female')).toEqual([b.id])
-    // updated_at is the database's clock, which a test cannot move: let a few ms pass so the earlier writes are older.
+    // The animals above were stamped by the database's clock, which a test cannot move: let a few ms pass so they are older.
     await Bun.sleep(5)
     const since = new Date().toISOString()
     await patch(key, c.id, { notes: 'touched' })
