@@ -17,7 +17,7 @@ export function versioned<Row extends { version: number }, Out extends object>(r
   return withVersion(present(row), row.version)
 }
 
-/** Marks an already presented record (a replayed create) with the version its ETag names. */
+/** Marks an answer (a presented record, or a replayed create's stored Response) with the version its ETag names. */
 export function withVersion<Out extends object>(body: Out, version: number): Versioned<Out> {
   Object.defineProperty(body, RECORD_VERSION, { value: version, enumerable: false })
   return body as Versioned<Out>

@@ -158,8 +158,9 @@ export interface CreateContext {
 /**
  * Answers a create that declares `op({ idempotent: true })`: `perform` runs in a transaction, at most once per
  * Idempotency-Key when the request carries one, and returns the new record as the API shows it (`versioned(…)`
- * when the route also declares etag). A replay answers what was stored; the app's hook (declared-response.ts)
- * marks it with Idempotent-Replayed. A stored refusal (4xx) answers as the problem it was.
+ * when the route also declares etag). A replay answers the stored bytes; the app's hook (declared-response.ts)
+ * marks it with Idempotent-Replayed and, on an etag route, the ETag of the version the create made. A stored
+ * refusal (4xx) answers as the problem it was.
  */
 export async function writeOnce<Out extends object>(deps: Deps, context: CreateContext, perform: (tx: Executor) => Promise<Out>): Promise<Out | Response> {
   const { request, set, headers, body } = context
@@ -179,8 +180,8 @@ export async function writeOnce<Out extends object>(deps: Deps, context: CreateC
     : await runIdempotent(deps, { accountId: principalOf(request).accountId, key, fingerprint: fingerprintOf('POST', new URL(request.url).pathname, body), requestId: state.requestId, url: request.url }, create)
   state.idempotency = result.replayed ? 'replayed' : 'fresh'
   set.status = result.status
-  if (result.status >= 400) return new Response(result.body, { status: result.status, headers: { 'content-type': 'application/problem+json' } })
   if (!result.replayed && created) return created
-  const stored = JSON.parse(result.body) as Out
-  return route.policy.etag ? withVersion(stored, CREATED_VERSION) : stored
+  // A replay (and a refusal) answers the stored bytes as they are: the first answer, whatever the schemas say now.
+  const stored = new Response(result.body, { status: result.status, headers: { 'content-type': result.status >= 400 ? 'application/problem+json' : 'application/json' } })
+  return route.policy.etag && result.status < 400 ? withVersion(stored, CREATED_VERSION) : stored
 }
