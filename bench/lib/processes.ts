@@ -8,12 +8,13 @@ export const BUN = process.execPath
 
 /**
  * How to start one of our servers: `bun <script>`, or with BENCH_PROFILE=1 under Bun's CPU profiler, which
- * writes a Markdown profile to bench/results/tmp/profiles/ when the server exits (after the scenario).
+ * writes a .cpuprofile to bench/results/tmp/profiles/ when the server exits (after the scenario); count its
+ * samples with `bun bench/profile-samples.ts <file>` (the Markdown profile weights samples by time, idle included).
  */
 export function ourServer(script: string, label: string): string[] {
   if (process.env.BENCH_PROFILE !== '1') return [BUN, script]
   const dir = join(ROOT, 'bench', 'results', 'tmp', 'profiles')
-  return [BUN, '--cpu-prof-md', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${label.replace(/[^A-Za-z0-9_-]+/g, "-")}-${Date.now()}.md`, script]
+  return [BUN, '--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${label.replace(/[^A-Za-z0-9_-]+/g, "-")}-${Date.now()}.cpuprofile`, script]
 }
 
 /** A port nobody listens on right now (the kernel picks it). */
