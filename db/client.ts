@@ -47,15 +47,68 @@ function lockDataDir(dataDir: string): () => void {
 const CONNECT_TIMEOUT_SECONDS = 2
 /** …and the server cancels any statement running longer than this (no request of ours needs a tenth of it). */
 const STATEMENT_TIMEOUT_MS = 10_000
+/**
+ * A query that has not reached a connection this long after it was issued is cancelled (SQLSTATE 57014, which
+ * answers 503 with Retry-After): while Postgres is down, postgres.js keeps queries queued until a connection
+ * opens, and a request waited for it with no answer (15 s and more in a fast-shutdown test). Cancelling a query
+ * that no connection has taken removes it from the queue, so it is never run later. With the sweep's quarter
+ * second, this leaves the 2 s promise of a 503 (README, "When a backend fails") room on a busy machine.
+ */
+const START_DEADLINE_MS = 1_000
+/**
+ * Reconnect attempts while Postgres is down: postgres.js backs off up to 20 s between them by default, so service
+ * came back up to 20 s after Postgres did; here at most half a second.
+ */
+const reconnectBackoffSeconds = (attempt: number) => Math.min(0.05 * 2 ** attempt, 0.5)
+
+/** The part of a postgres.js query the deadline reads: `state` is null until a connection has taken it. */
+interface PendingQuery { state: unknown; cancel(): unknown }
+
+/**
+ * Wraps `client.unsafe` (drizzle's one way in, and `begin`'s) so that every query not taken by a connection within
+ * START_DEADLINE_MS is cancelled. Once one has been, Postgres is presumed unreachable and every query still
+ * waiting is cancelled at the next sweep (a request making two queries in turn would otherwise wait twice), until
+ * a query is seen taken by a connection again. One sweep a quarter second, not a timer per query: the hot path
+ * pays an array push.
+ */
+function cancelQueriesNotStarted(client: { unsafe: (...args: any[]) => any }): () => void {
+  const unsafe = client.unsafe.bind(client)
+  let issued: { query: PendingQuery; at: number }[] = []
+  let unreachable = false
+  client.unsafe = (...args: any[]) => {
+    const query = unsafe(...args)
+    issued.push({ query, at: performance.now() })
+    return query
+  }
+  const sweep = setInterval(() => {
+    if (issued.some((entry) => entry.query.state)) unreachable = false
+    const due = performance.now() - START_DEADLINE_MS
+    const waiting: typeof issued = []
+    for (const entry of issued) {
+      if (entry.query.state) continue
+      if (unreachable || entry.at <= due) {
+        unreachable = true
+        void Promise.resolve(entry.query.cancel()).catch(() => {})
+      } else {
+        waiting.push(entry)
+      }
+    }
+    issued = waiting
+  }, 250)
+  sweep.unref()
+  return () => clearInterval(sweep)
+}
 
 export async function openPostgres(databaseUrl: string): Promise<Database> {
   const { default: postgres } = await import('postgres')
   const { drizzle } = await import('drizzle-orm/postgres-js')
   const { migrate } = await import('drizzle-orm/postgres-js/migrator')
   const client = postgres(databaseUrl, {
-    max: 10, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS, // TimeZone UTC: Postgres then writes timestamps as the API does (db/schema/instant.ts takes its fast path).
+    max: 10, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS, backoff: reconnectBackoffSeconds,
+    // TimeZone UTC: Postgres then writes timestamps as the API does (db/schema/instant.ts takes its fast path).
     connection: { statement_timeout: STATEMENT_TIMEOUT_MS, TimeZone: 'UTC' },
   })
+  const stopDeadlines = cancelQueriesNotStarted(client)
   const db = drizzle({ client, schema })
   return {
     db: db as unknown as Db,
@@ -63,7 +116,7 @@ export async function openPostgres(databaseUrl: string): Promise<Database> {
     query: async (text, params = []) => (await client.unsafe(text, params as never[])) as never,
     migrate: () => migrate(db, { migrationsFolder: MIGRATIONS_FOLDER }),
     ping: async () => { await client`select 1` },
-    close: () => client.end({ timeout: 5 }),
+    close: () => { stopDeadlines(); return client.end({ timeout: 5 }) },
   }
 }
 

@@ -6,6 +6,7 @@ import { ApiError } from '../src/http/errors.ts'
 import { op } from '../src/http/operation.ts'
 import { API_PREFIX } from '../src/http/pipeline.ts'
 import { principalOf } from '../src/http/request.ts'
+import { pathOf, queryOf } from '../src/http/request-url.ts'
 import { JsonInteger, PageOf } from '../src/http/schemas.ts'
 import { Instant, nullable, oneOf } from '../src/records/fields.ts'
 import { AGGREGATES, FILLS, type Aggregate, type BucketRow, type BucketSpec, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
@@ -145,9 +146,9 @@ export function readingsRoutes(deps: { readings: ReadingsStore; cursors: CursorC
       }
       if (last) {
         const next = encodePosition(last)
-        const url = new URL(request.url)
-        url.searchParams.set('cursor', next)
-        headers['link'] = `<${url.pathname}${url.search}>; rel="next"`
+        const query = new URLSearchParams(queryOf(request.url))
+        query.set('cursor', next)
+        headers['link'] = `<${pathOf(request.url)}?${query}>; rel="next"`
         headers['next-cursor'] = next
       }
       const columns = ['ts', 'device_id', 'channel', 'metric', 'environment_id', ...(spec ? spec.aggregates : ['value'] as const)]

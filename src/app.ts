@@ -14,7 +14,9 @@ import { readBody } from './http/checks/body-limits.ts'
 import { API_PREFIX, createPipeline } from './http/pipeline.ts'
 import { requestState, type RequestState } from './http/request-state.ts'
 import { routeLabel } from './observability.ts'
+import { ulid } from './ids.ts'
 import { metricsModule } from './modules/platform/metrics.ts'
+import { BackendHealth } from './modules/platform/backend-health.ts'
 import { RouteTable } from './http/route-table.ts'
 import { readingsRoutes } from '../ingest/query.ts'
 import { ingestRoutes } from '../ingest/routes.ts'
@@ -77,11 +79,23 @@ export function createApp(deps: Deps) {
     config: deps.config, authenticator: deps.authenticator, rateLimiter: deps.rateLimiter, platform: deps.platform,
     routes: () => routeTable!,
   })
+  const health = new BackendHealth(deps)
   let openApiDocument: Record<string, unknown> | undefined
   // Built on first request, once every route is registered (the document describes the finished app).
   const publishedDocument = (): Record<string, unknown> => (openApiDocument ??= buildOpenApiDocument(app as AnyElysia))
 
-  const app = new Elysia({ normalize: false })
+  const app = new Elysia({
+    normalize: false,
+    // The last resort, for an error thrown where Elysia's onError cannot catch it: our problem+json, never the
+    // runtime's HTML error page (which would also show a stack in development mode).
+    serve: {
+      error(error: Error) {
+        const requestId = `req_${ulid()}`
+        deps.log.error('request failed outside the app', { request_id: requestId, error: String(error?.stack ?? error) })
+        return problemResponse(new ApiError('internal_error', 'Something went wrong on our side; the request id helps us find it.'), requestId, deps.config.publicUrl, { 'x-request-id': requestId })
+      },
+    },
+  })
     .onRequest(({ request, set }) => {
       // Awaited only when a check had to wait; the ingest path is admitted synchronously.
       const admitted = pipeline.run(request)
@@ -118,15 +132,15 @@ export function createApp(deps: Deps) {
       state.errorStatus = apiError.status
       if (apiError.code === 'internal_error') deps.log.error('request failed', { request_id: state.requestId, error: String((error as Error)?.stack ?? error) })
       else if (apiError.code === 'service_unavailable' && !(error instanceof ApiError)) deps.log.warn('database unavailable', { request_id: state.requestId, error: String((error as Error)?.message ?? error) })
-      return problemResponse(apiError, state.requestId, request.url, state.headers)
+      return problemResponse(apiError, state.requestId, deps.config.publicUrl, state.headers)
     })
     .onAfterResponse(({ request, route, set, responseValue }) => {
       const state = requestState(request)
       const status = state.errorStatus ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200)
       recordRequest(deps, request.method, routeLabel(route), status, state)
     })
-    .use(platformModule(deps))
-    .use(metricsModule(deps))
+    .use(platformModule(deps, health))
+    .use(metricsModule(deps, health))
     .use(accountModule(deps))
     .use(referenceModule(deps))
     .use(animalsModule(deps))

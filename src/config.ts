@@ -4,6 +4,12 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
 export interface Config {
   readonly port: number
   readonly host: string
+  /**
+   * The service's own absolute origin (scheme, host, port, and a path prefix if a proxy adds one), with no trailing
+   * slash: every absolute URL the service returns (problem types, a pairing's verification_uri) is built on it,
+   * never on the request's Host or X-Forwarded-* headers, which the caller chooses.
+   */
+  readonly publicUrl: string
   /** PGlite data directory; `memory://` keeps the embedded database in memory (tests). */
   readonly dataDir: string
   readonly databaseUrl: string | undefined
@@ -55,6 +61,18 @@ export interface Config {
   readonly ingestWriteTimeoutMs: number
 }
 
+/** PUBLIC_URL: an absolute http(s) URL without query or fragment; its trailing slash is dropped. */
+function publicUrl(env: Record<string, string | undefined>, port: number): string {
+  const raw = env.PUBLIC_URL
+  if (raw === undefined || raw === '') return `http://localhost:${port}`
+  let url: URL
+  try { url = new URL(raw) } catch { throw new Error(`PUBLIC_URL must be an absolute URL such as https://records.example.com, got "${raw}"`) }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username || url.password) {
+    throw new Error(`PUBLIC_URL must be an http(s) URL without credentials, query or fragment, got "${raw}"`)
+  }
+  return url.href.replace(/\/+$/, '')
+}
+
 function int(env: Record<string, string | undefined>, name: string, fallback: number, min = 0): number {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
@@ -98,9 +116,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const logLevel = (env.LOG_LEVEL ?? 'info') as LogLevel
   if (!levels.includes(logLevel)) throw new Error(`LOG_LEVEL must be one of ${levels.join(', ')}`)
   const ingest = INGEST_DEFAULTS[(overrides.questdbIlp ?? env.QUESTDB_ILP) ? 'questdb' : 'sql']
+  const port = overrides.port ?? int(env, 'PORT', 3000)
   const config: Config = {
-    port: int(env, 'PORT', 3000),
+    port,
     host: env.HOST || '0.0.0.0',
+    publicUrl: publicUrl(env, port),
     dataDir: env.DATA_DIR || './.data',
     databaseUrl: env.DATABASE_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,

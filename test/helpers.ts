@@ -2,6 +2,7 @@
 // an in-memory PGlite otherwise), its own Redis key prefix when REDIS_URL is set, a real server on loopback,
 // and helpers that make a fresh account and key per test.
 import postgres from 'postgres'
+import { freePort } from '../bench/lib/processes.ts'
 import { createAccount } from '../src/accounts.ts'
 import { createApp } from '../src/app.ts'
 import { createKey } from '../src/auth/keys.ts'
@@ -50,14 +51,17 @@ export interface TestEnv {
 
 export async function createTestEnv(overrides: Partial<Config> = {}, options: DepsOptions = {}): Promise<TestEnv> {
   const database = await freshDatabase()
+  // The port is chosen first, so PUBLIC_URL (which every absolute URL we answer is built on) can name it.
+  const port = freePort()
+  const baseUrl = `http://127.0.0.1:${port}`
   const config = loadConfig({}, {
+    port, publicUrl: baseUrl,
     dataDir: database.dataDir, databaseUrl: database.databaseUrl, redisUrl: REAL_REDIS_URL,
     redisPrefix: `hrs_test_${suffix()}:`, testRoutes: true, logLevel: 'error', ...overrides,
   })
   const deps = await createDeps(config, options)
   const app = createApp(deps)
-  app.listen({ port: 0, hostname: '127.0.0.1' })
-  const baseUrl = `http://127.0.0.1:${app.server!.port}`
+  app.listen({ port, hostname: '127.0.0.1' })
   return {
     deps, app, config, baseUrl,
     async account(options = {}) {

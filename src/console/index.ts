@@ -18,6 +18,7 @@ import { DeviceCreate } from '../modules/sensors/index.ts'
 import { createDevice, getDevice, listDevices, presentDevice } from '../modules/sensors/service.ts'
 import { ASSET_PATH, CONSOLE_CSS, CONSOLE_JS, CONSOLE_PATH, Html, html, notice, page, type Frame } from './html.ts'
 import { activateBody, devicesBody, deviceBody, errorBody, keysBody, pairedBody, readingsChart, signInBody, type ChannelRowInput } from './pages.ts'
+import { pathAndQueryOf } from '../http/request-url.ts'
 import {
   SESSION_COOKIE, SESSION_TTL_MS, SIGN_IN_COOKIE, clearCookie, cookieOf, createSession, endSession, randomToken,
   readSession, sameToken, setCookie, type Session,
@@ -60,7 +61,7 @@ function redirect({ set }: Reply, location: string, cookie?: string): string {
 /** Only console paths: `next` must never send a person elsewhere after signing in. */
 const safeNext = (next: string | undefined) => (next && /^\/console(\/[A-Za-z0-9_\-/]*)?(\?[A-Za-z0-9_\-=&%.]*)?$/.test(next) ? next : `${CONSOLE_PATH}/keys`)
 
-const pathAndQuery = (request: Request) => { const url = new URL(request.url); return url.pathname + url.search }
+const pathAndQuery = (request: Request) => pathAndQueryOf(request.url)
 
 export function consoleModule(deps: Deps) {
   const db = deps.database.db

@@ -64,7 +64,7 @@ export function cookieOf(request: Request, name: string): string | undefined {
 
 /** Secure whenever the browser reached us over TLS (directly or through a proxy that says so). */
 function servedOverTls(request: Request): boolean {
-  return new URL(request.url).protocol === 'https:' || request.headers.get('x-forwarded-proto') === 'https'
+  return request.url.startsWith('https:') || request.headers.get('x-forwarded-proto') === 'https'
 }
 
 export function setCookie(request: Request, name: string, value: string, maxAgeMs: number): string {

@@ -65,12 +65,15 @@ export const ERROR_HELP: Record<ErrorCode, string> = {
 /** Where problem types are explained, under the API prefix (a literal here: pipeline.ts imports this file). */
 export const ERROR_PAGES_PATH = '/api/v1/errors'
 
-/** A problem's `type`: the service's own page for the code, absolute against the request's URL (RFC 9457 §3.1.1). */
-export const problemType = (code: ErrorCode, requestUrl: string) => new URL(`${ERROR_PAGES_PATH}/${code}`, requestUrl).href
+/**
+ * A problem's `type`: the service's own page for the code, absolute (RFC 9457 §3.1.1) on the configured
+ * PUBLIC_URL. Never on the request's URL: Bun builds that from the Host header, which the caller chooses.
+ */
+export const problemType = (code: ErrorCode, publicUrl: string) => `${publicUrl}${ERROR_PAGES_PATH}/${code}`
 
-export function problemBody(code: ErrorCode, detail: string, requestId: string, requestUrl: string, errors: FieldError[] = [], fields: Record<string, unknown> = {}) {
+export function problemBody(code: ErrorCode, detail: string, requestId: string, publicUrl: string, errors: FieldError[] = [], fields: Record<string, unknown> = {}) {
   return {
-    type: problemType(code, requestUrl),
+    type: problemType(code, publicUrl),
     title: ERRORS[code].title,
     status: ERRORS[code].status,
     detail,
@@ -81,8 +84,8 @@ export function problemBody(code: ErrorCode, detail: string, requestId: string, 
   }
 }
 
-export function problemResponse(error: ApiError, requestId: string, requestUrl: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(problemBody(error.code, error.detail, requestId, requestUrl, error.extra.errors, error.extra.fields)), {
+export function problemResponse(error: ApiError, requestId: string, publicUrl: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(problemBody(error.code, error.detail, requestId, publicUrl, error.extra.errors, error.extra.fields)), {
     status: error.status,
     headers: { ...headers, ...error.extra.headers, 'content-type': 'application/problem+json' },
   })

@@ -4,12 +4,14 @@ import { ValueErrorType } from '@sinclair/typebox/errors'
 import type { TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import type { FieldError } from './errors.ts'
+import { EARLIEST_DATE, LATEST_DATE } from './formats.ts'
+import { queryOf } from './request-url.ts'
 
 type Schema = Record<string, any>
 
 const FORMATS: Record<string, string> = {
-  date: 'a calendar date (YYYY-MM-DD)',
-  'date-time': 'an RFC 3339 date-time, e.g. 2026-11-21T10:00:00.000Z',
+  date: `a calendar date (YYYY-MM-DD) from ${EARLIEST_DATE} to ${LATEST_DATE}`,
+  'date-time': `an RFC 3339 date-time from ${EARLIEST_DATE} to ${LATEST_DATE} (UTC), e.g. 2026-11-21T10:00:00.000Z`,
   uri: 'an absolute URL',
   email: 'an email address',
 }
@@ -70,7 +72,7 @@ function messageOf(e: { type: number; schema: Schema }): string {
  * name; the field is the query parameter whose value, read as a number, is the one that failed.
  */
 function queryFieldOf(requestUrl: string, value: unknown, schema: Schema): string | undefined {
-  for (const [name, text] of new URL(requestUrl).searchParams) {
+  for (const [name, text] of new URLSearchParams(queryOf(requestUrl))) {
     if (text.trim() !== '' && Number(text) === value && !Value.Check(schema as TSchema, Number(text))) return `/${name}`
   }
   return undefined

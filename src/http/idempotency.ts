@@ -13,6 +13,7 @@ import { canonical } from './cursor.ts'
 import { ApiError, problemBody } from './errors.ts'
 import { versionOf, withVersion } from './declared-response.ts'
 import { requestState } from './request-state.ts'
+import { pathOf } from './request-url.ts'
 import { principalOf } from './request.ts'
 
 export const IDEMPOTENCY_RETENTION_MS = 24 * 3600 * 1000
@@ -62,8 +63,6 @@ export interface IdempotentRequest {
   key: string
   fingerprint: string
   requestId: string
-  /** The request's URL, against which a stored problem's `type` is made absolute. */
-  url: string
 }
 
 export interface IdempotentResult extends Outcome { replayed: boolean }
@@ -120,7 +119,7 @@ export async function runIdempotent(deps: Deps, request: IdempotentRequest, perf
       // The key is live, or another process wrote it while our lock was lost: its write stands, ours rolled back.
       if (error instanceof KeyTaken) return await replayStored()
       if (!(error instanceof ApiError) || !storable(error.status)) throw error
-      outcome = { status: error.status, body: JSON.stringify(problemBody(error.code, error.detail, request.requestId, request.url, error.extra.errors, error.extra.fields)) }
+      outcome = { status: error.status, body: JSON.stringify(problemBody(error.code, error.detail, request.requestId, deps.config.publicUrl, error.extra.errors, error.extra.fields)) }
       const inserted = await storeRefusal(db, { ...row, fingerprint, ...outcome })
       if (!inserted.length) return await replayStored()
     }
@@ -177,7 +176,7 @@ export async function writeOnce<Out extends object>(deps: Deps, context: CreateC
   const key = headers['idempotency-key']
   const result = key === undefined
     ? { ...(await deps.database.db.transaction(create)), replayed: false }
-    : await runIdempotent(deps, { accountId: principalOf(request).accountId, key, fingerprint: fingerprintOf('POST', new URL(request.url).pathname, body), requestId: state.requestId, url: request.url }, create)
+    : await runIdempotent(deps, { accountId: principalOf(request).accountId, key, fingerprint: fingerprintOf('POST', pathOf(request.url), body), requestId: state.requestId }, create)
   state.idempotency = result.replayed ? 'replayed' : 'fresh'
   set.status = result.status
   if (!result.replayed && created) return created

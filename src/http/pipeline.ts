@@ -6,6 +6,7 @@
 //   4. route.ts          404/405, and a deprecated route's headers
 //   5. authorize.ts      403: device key, plan, scope
 //   6. body-limits.ts    413/415 (then the app reads the body within the cap: 400 malformed, 422 invalid)
+// Before them, on every path: host.ts (400 for a Host that names no host; 405 for a method no route serves).
 // The one exception: a POST /sensors/ping carrying its key only in the body is authenticated by its handler,
 // through admitDeferred, once the body is read.
 import type { Authenticator, Principal } from '../auth/authenticator.ts'
@@ -14,10 +15,12 @@ import type { PlatformStatusSource } from '../platform.ts'
 import { authenticate, queryParam, tokenOf } from './checks/authenticate.ts'
 import { authorize } from './checks/authorize.ts'
 import { checkBodyHeaders } from './checks/body-limits.ts'
+import { checkHost, refuseUnservedMethod } from './checks/host.ts'
 import { rateLimitCheck } from './checks/rate-limit.ts'
 import { adoptRequestId } from './checks/request-id.ts'
 import { checkRoute } from './checks/route.ts'
 import type { RateLimiter } from './rate-limit.ts'
+import { pathOf } from './request-url.ts'
 import { requestState, type RequestState } from './request-state.ts'
 import type { RouteMatch, RouteTable } from './route-table.ts'
 
@@ -42,12 +45,6 @@ export interface Pipeline {
    * key it found, and the checks the pipeline deferred (401, 429, 403) run now.
    */
   admitDeferred(request: Request, token: string | undefined): Promise<void>
-}
-
-function pathOf(url: string): string {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
-  const end = url.indexOf('?', start)
-  return end === -1 ? url.slice(start) : url.slice(start, end)
 }
 
 /** The state it fills is read by handlers (principal) and by every response (headers). */
@@ -77,11 +74,16 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
     run(request) {
       const state = requestState(request)
       adoptRequestId(request, state)
+      checkHost(request)
       const path = pathOf(request.url)
-      if (path !== API_PREFIX && !path.startsWith(API_PREFIX + '/')) return
-
       const method = request.method
-      const match = deps.routes().match(method, path)
+      const routes = deps.routes()
+      if (path !== API_PREFIX && !path.startsWith(API_PREFIX + '/')) {
+        if (!routes.servedMethods.has(method)) refuseUnservedMethod(method, path, routes.allowOutside(path))
+        return
+      }
+
+      const match = routes.match(method, path)
       const publicRoute = match.kind === 'route' ? match.route.policy.public : match.kind === 'method' && match.allPublic
 
       if (!publicRoute) {

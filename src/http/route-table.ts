@@ -19,11 +19,23 @@ const NO_MATCH: RouteMatch = { kind: 'none' }
 export class RouteTable {
   private readonly staticPaths = new Map<string, PathEntry>()
   private readonly paramPaths: { pattern: RegExp; entry: PathEntry }[] = []
+  /** Every method some route of the server answers (HEAD with GET): others are refused on any path. */
+  readonly servedMethods = new Set<string>(['HEAD'])
+  /** The methods each path outside the prefix (console, docs, health) answers, for the Allow of a 405. */
+  private readonly outsideStatic = new Map<string, string[]>()
+  private readonly outsideParams: { pattern: RegExp; methods: string[] }[] = []
 
   constructor(routes: readonly { method: string; path: string; hooks?: { detail?: Record<string, unknown> } }[], prefix: string) {
     const methodsByPath = new Map<string, Map<string, ApiRoute>>()
     for (const route of routes) {
-      if (!route.path.startsWith(prefix)) continue
+      this.servedMethods.add(route.method)
+      if (!route.path.startsWith(prefix)) {
+        const methods = route.path.includes(':') ? undefined : this.outsideStatic.get(route.path)
+        if (methods) methods.push(route.method)
+        else if (route.path.includes(':')) this.outsideParams.push({ pattern: pathPattern(route.path), methods: [route.method] })
+        else this.outsideStatic.set(route.path, [route.method])
+        continue
+      }
       const policy = route.hooks?.detail?.[ROUTE_POLICY] as RoutePolicy | undefined
       if (!policy) throw new Error(`${route.method} ${route.path} declares no operation policy (use op())`)
       let methods = methodsByPath.get(route.path)
@@ -37,12 +49,17 @@ export class RouteTable {
         methodMismatch: { kind: 'method', allow: [...methods.keys()].sort().join(', '), allPublic },
       }
       if (path.includes(':')) {
-        const source = path.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')
-        this.paramPaths.push({ pattern: new RegExp(`^${source}$`), entry })
+        this.paramPaths.push({ pattern: pathPattern(path), entry })
       } else {
         this.staticPaths.set(path, entry)
       }
     }
+  }
+
+  /** What a path outside the prefix answers, as an Allow header (empty for a path no route has). */
+  allowOutside(path: string): string {
+    const methods = this.outsideStatic.get(path) ?? this.outsideParams.filter((p) => p.pattern.test(path)).flatMap((p) => p.methods)
+    return [...new Set(methods)].sort().join(', ')
   }
 
   match(method: string, path: string): RouteMatch {
@@ -51,4 +68,10 @@ export class RouteTable {
     if (!entry) return NO_MATCH
     return entry.routeMatches.get(method) ?? entry.methodMismatch
   }
+}
+
+/** `/console/devices/:id` → a pattern matching `/console/devices/<anything but a slash>`. */
+function pathPattern(path: string): RegExp {
+  const source = path.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')
+  return new RegExp(`^${source}$`)
 }

@@ -5,10 +5,10 @@ import { ID_PREFIXES, type IdKind } from '../ids.ts'
 export const nullable = <T extends TSchema>(schema: T, description?: string) =>
   t.Union([schema, t.Null()], description ? { description } : {})
 
-export const DateOnly = t.String({ format: 'date', description: 'A calendar date, YYYY-MM-DD.' })
+export const DateOnly = t.String({ format: 'date', description: 'A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.' })
 const RFC3339 = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|z|[+-]\\d{2}:\\d{2})$'
 /** An instant: any RFC 3339 offset is accepted; responses always give UTC with milliseconds. */
-export const Instant = t.String({ format: 'date-time', pattern: RFC3339, description: 'RFC 3339 date-time (answers use UTC with milliseconds).' })
+export const Instant = t.String({ format: 'date-time', pattern: RFC3339, description: 'RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).' })
 
 /** An id of one kind; its examples and description name the prefix. */
 export const IdOf = (kind: IdKind, description?: string) =>

@@ -15,7 +15,7 @@ export interface paths {
         };
         /**
          * What an error code means
-         * @description Every problem's `type` is this URL for its `code`, absolute against the request's URL. Public. Answers HTML to a browser (`Accept: text/html`), this JSON otherwise.
+         * @description Every problem's `type` is this URL for its `code`, absolute on the service's configured public URL (`PUBLIC_URL`); request headers (Host, X-Forwarded-*) never choose it. Public. Answers HTML to a browser (`Accept: text/html`), this JSON otherwise.
          */
         get: operations["getApiV1ErrorsByCode"];
         put?: never;
@@ -72,7 +72,7 @@ export interface paths {
         };
         /**
          * Readiness: the backends requests need answer
-         * @description `checks` names each configured backend and whether it answered within 2 s. 503 when the database (or the embedded store) is down. Redis only accelerates: while it is down the answer is 200 `degraded` and the service runs on in-process stand-ins, with these differences: rate limits count per process; Idempotency-Key locks are per process (the database still refuses a second write for the same key, so a retry never writes twice); a key revocation or device change reaches other processes within `KEY_CACHE_TTL_MS` (default 60 s) instead of at once. The service returns to Redis by itself within a second of it answering again.
+         * @description `checks` names each configured backend and whether it answered its last probe within 2 s (probes run in the background, at most every half second, so this answers at once even while a backend hangs). 503 when the database (or the embedded store) is down. Redis only accelerates: while it is down the answer is 200 `degraded` and the service runs on in-process stand-ins, with these differences: rate limits count per process; Idempotency-Key locks are per process (the database still refuses a second write for the same key, so a retry never writes twice); a key revocation or device change reaches other processes within `KEY_CACHE_TTL_MS` (default 60 s) instead of at once. The service returns to Redis by itself within a second of it answering again.
          */
         get: operations["getReadyz"];
         put?: never;
@@ -452,7 +452,7 @@ export interface paths {
         put?: never;
         /**
          * Start pairing a headless device
-         * @description No key needed. Limited to 10 claims per minute per client address.
+         * @description No key needed. Limited to 10 claims per minute per client address. `verification_uri` is on the service's configured public URL (`PUBLIC_URL`), never on the request's Host or X-Forwarded-* headers, so a caller cannot make a device send its owner elsewhere.
          */
         post: operations["postApiV1SensorsClaimStart"];
         delete?: never;
@@ -750,7 +750,7 @@ export interface components {
             type: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             occurred_at: string;
             /**
@@ -765,12 +765,12 @@ export interface components {
             notes: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -784,7 +784,7 @@ export interface components {
             type: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             occurred_at?: string;
             /**
@@ -843,19 +843,19 @@ export interface components {
             };
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             triggered_at: string;
             /** @description threshold: from the first out-of-range reading to the one that opened the alert; stale: from the newest reading (or when watching began) to when the silence was noticed. */
             window: {
                 /**
                  * Format: date-time
-                 * @description RFC 3339 date-time (answers use UTC with milliseconds).
+                 * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
                  */
                 from: string;
                 /**
                  * Format: date-time
-                 * @description RFC 3339 date-time (answers use UTC with milliseconds).
+                 * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
                  */
                 to: string;
             };
@@ -869,7 +869,7 @@ export interface components {
             };
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             resolved_at: string | null;
             /** @description The value of the reading that closed it. */
@@ -881,12 +881,12 @@ export interface components {
             resolved_reason: "recovered" | "rule_changed" | "rule_deleted" | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -922,12 +922,12 @@ export interface components {
             stale_after_seconds: number | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -993,19 +993,19 @@ export interface components {
             traits: string[];
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             birth_date: string | null;
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             acquired_date: string | null;
             /** @description Latest recorded weight, from the newest weight activity. */
             weight_grams: number | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             weighed_at: string | null;
             /**
@@ -1032,12 +1032,12 @@ export interface components {
             };
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -1139,34 +1139,34 @@ export interface components {
             status: "planned" | "paired" | "gravid" | "laid" | "unsuccessful";
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             paired_on: string | null;
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             separated_on: string | null;
             locks_observed: number;
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             ovulation_on: string | null;
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             pre_lay_shed_on: string | null;
             notes: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -1222,7 +1222,7 @@ export interface components {
             status: "incubating" | "hatched" | "failed";
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             laid_on: string;
             egg_count: number;
@@ -1237,23 +1237,23 @@ export interface components {
             incubation_temperature_c: number | null;
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             expected_hatch_on: string | null;
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             hatched_on: string | null;
             notes: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -1278,12 +1278,12 @@ export interface components {
             notes: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -1299,17 +1299,17 @@ export interface components {
             unmapped_channels: string[];
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             last_seen_at: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
             /** @description The device key, shown this once. Null when pairing with `claim_code`: the key then goes to the device through its poll. */
@@ -1330,12 +1330,12 @@ export interface components {
             disabled_reason: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
             /** @description The signing secret (Standard Webhooks), shown only here. */
@@ -1353,17 +1353,17 @@ export interface components {
             unmapped_channels: string[];
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             last_seen_at: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -1437,18 +1437,18 @@ export interface components {
             url: string | null;
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             issued_on: string | null;
             notes: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -1474,12 +1474,12 @@ export interface components {
             notes: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -1511,17 +1511,17 @@ export interface components {
             currency: string;
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             issued_on: string;
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             due_on: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             paid_at: string | null;
             line_items: {
@@ -1546,12 +1546,12 @@ export interface components {
             notes: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -1621,12 +1621,12 @@ export interface components {
             status: "active" | "monitoring" | "resolved";
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             diagnosed_on: string;
             /**
              * Format: date
-             * @description A calendar date, YYYY-MM-DD.
+             * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
              */
             resolved_on: string | null;
             veterinarian: string | null;
@@ -1634,12 +1634,12 @@ export interface components {
             notes: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -1689,7 +1689,7 @@ export interface components {
         ReadingRow: {
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             ts: string;
             device_id: string;
@@ -1748,12 +1748,12 @@ export interface components {
             disabled_reason: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
             /** @description The new signing secret, present only after `rotate_secret` (shown this once). */
@@ -1774,12 +1774,12 @@ export interface components {
             disabled_reason: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
         };
@@ -1805,12 +1805,12 @@ export interface components {
             disabled_reason: string | null;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339 date-time (answers use UTC with milliseconds).
+             * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
              */
             updated_at: string;
             /** @description Deliveries to this endpoint by state. */
@@ -1826,7 +1826,7 @@ export interface components {
                 event_type: string;
                 /**
                  * Format: date-time
-                 * @description RFC 3339 date-time (answers use UTC with milliseconds).
+                 * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
                  */
                 attempted_at: string;
                 /** @description null when no answer came (timeout, refused connection, refused URL). */

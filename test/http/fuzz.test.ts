@@ -38,6 +38,8 @@ const HOSTILE_STRINGS = [
   '', ' ', '\u0000', 'a\u0000b', '\ud800', '\udfff', 'x'.repeat(70_000), '../../etc/passwd', "' OR 1=1 --", '<script>alert(1)</script>',
   '🐍', '\u202e', '-1', '0', '1e309', 'NaN', '9'.repeat(400), 'null', 'true', '[]', '{}', '\n\r\t', '%00', 'anm_', 'anm_' + 'Z'.repeat(26),
   '2026-13-45T25:61:61Z', '1970-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z', '*', 'hrs_pat_' + 'a'.repeat(36),
+  // Dates no store can hold (year 0000 does not exist; RFC 3339 has four-digit years): a 400/422, never a 500.
+  '0000-01-01T00:00:00Z', '-000001-01-01T00:00:00Z', '0001-01-01T00:00:00+01:00', '0000-01-01', '10000-01-01',
 ]
 /** Raw query-string texts, already percent-encoded (some wrongly): what a broken client sends. */
 const HOSTILE_QUERY_TEXTS = ['%00', '%ED%A0%80', '%FF%FE', '%', '%zz', '%2F..%2F', 'a+b', '%F0%9F%90%8D', '-', '1e400', '[]', '%5B%5D']

@@ -39,7 +39,7 @@ describe('field errors', () => {
     expect(new Set(paths).size).toBe(paths.length)
     expect(paths.sort()).toEqual(['/body/birth_date', '/body/name', '/body/sex', '/body/species_id', '/body/surname', '/body/tags/0'])
     expect(errorsOf(many).find((e) => e.path === '/body/surname')!.message).toBe('is not a field of this request')
-    expect(errorsOf(many).find((e) => e.path === '/body/birth_date')!.message).toBe('must be a calendar date (YYYY-MM-DD) or null')
+    expect(errorsOf(many).find((e) => e.path === '/body/birth_date')!.message).toBe('must be a calendar date (YYYY-MM-DD) from 0001-01-01 to 9999-12-31 or null')
   })
 
   test('text Postgres cannot store in a query parameter is a 400 at that parameter, not a 500', async () => {

@@ -41,6 +41,8 @@ function privatePostgres(port: number) {
     start: () => ctl('-o', options, '-l', join(dir, 'log'), 'start'),
     /** As a crash would: no shutdown checkpoint, connections cut. */
     crash: () => ctl('-m', 'immediate', 'stop'),
+    /** As an operator's restart would: sessions told to end, then the server stops. */
+    stop: () => ctl('-m', 'fast', 'stop'),
     remove: () => { try { ctl('-m', 'immediate', 'stop') } catch { /* already stopped */ } rmSync(dir, { recursive: true, force: true }) },
   }
 }
@@ -60,7 +62,7 @@ describe.skipIf(!bin)('Postgres down and back', () => {
   beforeAll(async () => {
     pg = privatePostgres(freePort())
     pg.start()
-    env = await createTestEnv({ databaseUrl: pg.url })
+    env = await createTestEnv({ databaseUrl: pg.url, rateLimitPerMinute: 10_000_000, deviceRateLimitPerMinute: 10_000_000 })
   })
   afterAll(async () => {
     await env?.close().catch(() => {})
@@ -99,6 +101,8 @@ describe.skipIf(!bin)('Postgres down and back', () => {
     const refusedReadings = await submit(1)
     await problem(refusedReadings, 503, 'service_unavailable')
     expect(refusedReadings.headers.get('retry-after')).toMatch(/^\d+$/)
+    // /readyz and /status answer from the last probe, which runs in the background: they say so soon after.
+    await waitFor(async () => (await timed(env, 'GET', '/readyz')).status === 503, 5_000, 50)
     const ready = await timed(env, 'GET', '/readyz')
     expect(ready.status).toBe(503)
     expect((await ready.json()).checks).toMatchObject({ postgres: 'down' })
@@ -110,7 +114,7 @@ describe.skipIf(!bin)('Postgres down and back', () => {
     const after = await (await timed(env, 'GET', '/api/v1/animals', { token: key.token })).json()
     // What was acknowledged before the crash is there; nothing refused during it was written.
     expect(after.data.map((a: { name: string }) => a.name)).toEqual(['Before'])
-    expect((await timed(env, 'GET', '/readyz')).status).toBe(200)
+    await waitFor(async () => (await timed(env, 'GET', '/readyz')).status === 200, 5_000, 50)
     // Ingest gives the store a second to recover after a failed write before it takes readings again.
     await waitFor(async () => (await submit(2)).status === 202, 5_000, 100)
     const stored = await (await timed(env, 'GET', `/api/v1/environment/readings?device_id=${device.id}&from=${new Date(t0 - 1000).toISOString()}`, { token: key.token })).json()
@@ -118,4 +122,83 @@ describe.skipIf(!bin)('Postgres down and back', () => {
     expect(acknowledged).toBe(20)
     expect(stored.data).toHaveLength(acknowledged)
   })
+
+  test('requests in flight when Postgres stops get 503 within 2 s; /readyz answers at once; acks are quick once it is back', async () => {
+    const key = await env.account({ scopes: ['animals:read', 'animals:write', 'activities:read', 'activities:write', 'sensors:write', 'environment:read'] })
+    const device = await (await env.request('POST', '/api/v1/sensors/devices', { token: key.token, body: { name: 'Busy', channels: [{ key: 't1', metric: 'temperature' }] } })).json()
+    const animal = await (await env.request('POST', '/api/v1/animals', { token: key.token, body: { name: 'Busy', species_id: 'python-regius' } })).json()
+    const t0 = Date.now() - 600_000
+    let phase: 'before' | 'down' | 'back' = 'before'
+    let running = true
+    let sequence = 0
+    const slow: string[] = []
+    const statuses: Record<string, number> = {}
+    const acknowledgedReadings = new Set<number>()
+    const createdActivities = new Set<string>()
+    const ackMsAfterBack: number[] = []
+
+    // 15 clients: readings batches, idempotent activity writes and readings queries, each waiting for its answer.
+    const client = async (kind: number) => {
+      while (running) {
+        const n = sequence++
+        const started = performance.now()
+        const sentIn = phase
+        let response: Response
+        if (kind === 0) {
+          const readings = Array.from({ length: 20 }, (_, i) => ({ channel: 't1', value: i, ts: t0 + n * 20 + i }))
+          response = await fetch(`${env.baseUrl}/api/v1/sensors/readings`, { method: 'POST', signal: AbortSignal.timeout(15_000), headers: { authorization: `Bearer ${device.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ readings }) })
+          if (response.status === 202) for (const r of readings) acknowledgedReadings.add(r.ts)
+          if (response.status === 202 && sentIn === 'back') ackMsAfterBack.push(performance.now() - started)
+        } else if (kind === 1) {
+          response = await fetch(`${env.baseUrl}/api/v1/activities`, { method: 'POST', signal: AbortSignal.timeout(15_000), headers: { authorization: `Bearer ${key.token}`, 'content-type': 'application/json', 'idempotency-key': `busy-${n}` }, body: JSON.stringify({ animal_id: animal.id, type: 'handling', details: { minutes: 1 } }) })
+          if (response.status === 201) createdActivities.add(((await response.clone().json()) as { id: string }).id)
+        } else {
+          response = await fetch(`${env.baseUrl}/api/v1/environment/readings?device_id=${device.id}&limit=10`, { signal: AbortSignal.timeout(15_000), headers: { authorization: `Bearer ${key.token}` } })
+        }
+        await response.text()
+        const ms = performance.now() - started
+        statuses[`${['readings', 'activity', 'query'][kind]} ${response.status}`] = (statuses[`${['readings', 'activity', 'query'][kind]} ${response.status}`] ?? 0) + 1
+        if (response.status >= 500 && response.status !== 503) slow.push(`${kind} answered ${response.status}`)
+        if (response.status === 503 && !response.headers.get('retry-after')) slow.push(`${kind} 503 without Retry-After`)
+        if (ms > 2_000) slow.push(`${['readings', 'activity', 'query'][kind]} sent ${sentIn}: ${response.status} after ${Math.round(ms)} ms`)
+        // A client backs off after a 503 (here a tenth of a second, not the whole Retry-After, to keep the test short).
+        if (response.status === 503) await Bun.sleep(100)
+      }
+    }
+    const clients = Array.from({ length: 15 }, (_, i) => client(i % 3))
+    await waitFor(async () => acknowledgedReadings.size > 0 && createdActivities.size > 0, 10_000)
+
+    phase = 'down'
+    pg.stop()
+    // /readyz answers from the last probe: at once, and says "down" soon after the stop.
+    const readyMs: number[] = []
+    await waitFor(async () => {
+      const started = performance.now()
+      const ready = await env.request('GET', '/readyz')
+      readyMs.push(performance.now() - started)
+      return ready.status === 503
+    }, 5_000, 50)
+    await Bun.sleep(2_000)
+
+    pg.start()
+    phase = 'back'
+    await waitFor(async () => ackMsAfterBack.length >= 30, 15_000, 50)
+    running = false
+    await Promise.all(clients)
+    ackMsAfterBack.sort((a, b) => a - b)
+    const p99 = ackMsAfterBack[Math.ceil(ackMsAfterBack.length * 0.99) - 1]!
+    console.log(`postgres-outage.test: ${JSON.stringify(statuses)}; /readyz slowest ${Math.round(Math.max(...readyMs))} ms of ${readyMs.length}; ack p99 after restart ${Math.round(p99)} ms over ${ackMsAfterBack.length}`)
+
+    expect(slow).toEqual([])
+    expect(Math.max(...readyMs)).toBeLessThan(250)
+    expect(p99).toBeLessThan(2_000)
+    // Every acknowledged reading and activity is stored, once.
+    const stored = await env.deps.database.query<{ ts: Date }>(`select ts from sensor_readings where device_id = $1`, [device.id])
+    expect(stored.length).toBe(new Set(stored.map((r) => new Date(r.ts).getTime())).size)
+    const storedTs = new Set(stored.map((r) => new Date(r.ts).getTime()))
+    expect([...acknowledgedReadings].filter((ts) => !storedTs.has(ts))).toEqual([])
+    const activities = await env.deps.database.query<{ id: string }>(`select id from activities where animal_id = $1`, [animal.id])
+    const storedActivities = new Set(activities.map((a) => a.id))
+    expect([...createdActivities].filter((id) => !storedActivities.has(id))).toEqual([])
+  }, 60_000)
 })

@@ -71,6 +71,8 @@ describe.skipIf(!redisServer)('Redis down and back', () => {
     const listed = await (await timed(env, 'GET', `/api/v1/activities?animal_id=${animal.id}`, { token: key.token })).json()
     expect(listed.data.map((a: { id: string }) => a.id)).toEqual([created.id])
 
+    // /readyz answers from the last background probe, which sees the outage within a probe or two.
+    await waitFor(async () => (await (await timed(env, 'GET', '/readyz')).json()).checks.redis === 'down', 5_000, 50)
     const ready = await timed(env, 'GET', '/readyz')
     expect(ready.status).toBe(200)
     expect(await ready.json()).toMatchObject({ status: 'degraded', checks: { redis: 'down' } })
@@ -85,6 +87,7 @@ describe.skipIf(!redisServer)('Redis down and back', () => {
     try {
       expect(await direct.exists(`${env.config.redisPrefix}rl:${key.keyId}`)).toBe(1)
     } finally { direct.disconnect() }
+    await waitFor(async () => (await (await timed(env, 'GET', '/readyz')).json()).status === 'ready', 5_000, 50)
     const readyAgain = await timed(env, 'GET', '/readyz')
     expect(await readyAgain.json()).toMatchObject({ status: 'ready', checks: { redis: 'ok' } })
   })

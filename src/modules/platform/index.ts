@@ -4,26 +4,7 @@ import { ApiError, ERROR_HELP, ERROR_PAGES_PATH, ERRORS, type ErrorCode } from '
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { API_VERSION, RELEASE_DATE } from '../../platform.ts'
-
-const CHECK_TIMEOUT_MS = 2_000
-
-async function probe(fn: () => Promise<void>): Promise<'ok' | 'down'> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  try {
-    await Promise.race([fn(), new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS) })])
-    return 'ok'
-  } catch {
-    return 'down'
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
-/** Each configured backend, pinged now. */
-export async function checkBackends(deps: Deps): Promise<Record<string, 'ok' | 'down'>> {
-  const [database, shared] = await Promise.all([probe(() => deps.database.ping()), probe(() => deps.shared.ping())])
-  return { [deps.database.kind]: database, [deps.shared.kind === 'redis' ? 'redis' : 'in_process_store']: shared }
-}
+import type { BackendHealth } from './backend-health.ts'
 
 /** Redis only accelerates (kv/fallback.ts): the service serves without it, so only the database decides readiness. */
 const isRequired = (backend: string) => backend !== 'redis'
@@ -65,7 +46,7 @@ See the <a href="/api/v1/docs">API reference</a>.</p>
 
 const Checks = t.Record(t.String(), t.Union([t.Literal('ok'), t.Literal('down')]))
 
-export function platformModule(deps: Deps) {
+export function platformModule(deps: Deps, health: BackendHealth) {
   return new Elysia({ name: 'platform' })
     .get(`${ERROR_PAGES_PATH}/:code`, ({ params, request, set }) => {
       const code = params.code as ErrorCode
@@ -80,12 +61,12 @@ export function platformModule(deps: Deps) {
       response: { 200: ErrorType },
       detail: op({
         summary: 'What an error code means',
-        description: 'Every problem\'s `type` is this URL for its `code`, absolute against the request\'s URL. Public. Answers HTML to a browser (`Accept: text/html`), this JSON otherwise.',
+        description: 'Every problem\'s `type` is this URL for its `code`, absolute on the service\'s configured public URL (`PUBLIC_URL`); request headers (Host, X-Forwarded-*) never choose it. Public. Answers HTML to a browser (`Accept: text/html`), this JSON otherwise.',
         tags: ['Platform'], auth: 'public', errors: [404],
       }),
     })
     .get(`${API_PREFIX}/status`, async () => {
-      const checks = await checkBackends(deps)
+      const checks = await health.current()
       const degraded = Object.values(checks).includes('down')
       return { status: degraded ? 'degraded' as const : deps.platform.current(), version: API_VERSION, release_date: RELEASE_DATE }
     }, {
@@ -97,7 +78,7 @@ export function platformModule(deps: Deps) {
       detail: op({ summary: 'Liveness: the process answers', tags: ['Platform'], auth: 'public' }),
     })
     .get('/readyz', async ({ set }) => {
-      const checks = await checkBackends(deps)
+      const checks = await health.current()
       const down = Object.keys(checks).filter((backend) => checks[backend] === 'down')
       if (down.some(isRequired)) {
         throw new ApiError('service_unavailable', `Not reachable: ${down.join(', ')}.`, { headers: { 'retry-after': '5' }, fields: { checks } })
@@ -108,7 +89,7 @@ export function platformModule(deps: Deps) {
       response: { 200: t.Object({ status: t.Union([t.Literal('ready'), t.Literal('degraded')]), checks: Checks }) },
       detail: op({
         summary: 'Readiness: the backends requests need answer',
-        description: '`checks` names each configured backend and whether it answered within 2 s. 503 when the database (or the embedded store) is down. Redis only accelerates: while it is down the answer is 200 `degraded` and the service runs on in-process stand-ins, with these differences: rate limits count per process; Idempotency-Key locks are per process (the database still refuses a second write for the same key, so a retry never writes twice); a key revocation or device change reaches other processes within `KEY_CACHE_TTL_MS` (default 60 s) instead of at once. The service returns to Redis by itself within a second of it answering again.',
+        description: '`checks` names each configured backend and whether it answered its last probe within 2 s (probes run in the background, at most every half second, so this answers at once even while a backend hangs). 503 when the database (or the embedded store) is down. Redis only accelerates: while it is down the answer is 200 `degraded` and the service runs on in-process stand-ins, with these differences: rate limits count per process; Idempotency-Key locks are per process (the database still refuses a second write for the same key, so a retry never writes twice); a key revocation or device change reaches other processes within `KEY_CACHE_TTL_MS` (default 60 s) instead of at once. The service returns to Redis by itself within a second of it answering again.',
         tags: ['Platform'], auth: 'public', errors: [503],
       }),
     })

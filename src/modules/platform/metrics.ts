@@ -7,7 +7,7 @@ import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps.ts'
 import { ApiError } from '../../http/errors.ts'
 import { op } from '../../http/operation.ts'
-import { checkBackends } from './index.ts'
+import type { BackendHealth } from './backend-health.ts'
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', 'localhost'])
 const isLoopbackHost = (host: string) => LOOPBACK_HOSTS.has(host) || host.startsWith('127.')
@@ -18,7 +18,7 @@ function sameSecret(given: string, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b)
 }
 
-export function metricsModule(deps: Deps) {
+export function metricsModule(deps: Deps, health: BackendHealth) {
   const { metrics } = deps
   metrics.registry.gauge('hrs_ingest_queued_readings', 'Readings accepted into memory and not yet written to the readings store.', [],
     () => [{ value: deps.ingest.batcher.queuedReadings }])
@@ -26,8 +26,8 @@ export function metricsModule(deps: Deps) {
     const [row] = await deps.database.query<{ pending: number | string }>(`select count(*) as pending from webhook_deliveries where status = 'pending'`)
     return [{ value: Number(row?.pending ?? 0) }]
   })
-  metrics.registry.gauge('hrs_backend_up', '1 when the backend answered a ping within 2 s, 0 when it did not.', ['backend'], async () =>
-    Object.entries(await checkBackends(deps)).map(([backend, state]) => ({ labels: [backend], value: state === 'ok' ? 1 : 0 })))
+  metrics.registry.gauge('hrs_backend_up', '1 when the backend answered its last ping within 2 s, 0 when it did not.', ['backend'], async () =>
+    Object.entries(await health.current()).map(([backend, state]) => ({ labels: [backend], value: state === 'ok' ? 1 : 0 })))
 
   const open = !deps.config.metricsToken && isLoopbackHost(deps.config.host)
   return new Elysia({ name: 'metrics' })

@@ -147,14 +147,13 @@ export function sensorsModule(deps: Deps) {
       }
       const claim = await startClaim(deps, body ?? {})
       set.status = 201
-      const verification = new URL(VERIFICATION_PATH, request.url)
-      const complete = new URL(verification)
-      complete.searchParams.set('user_code', claim.user_code)
-      return { claim_id: claim.id, user_code: claim.user_code, verification_uri: verification.href, verification_uri_complete: complete.href, expires_in: CLAIM_TTL_SECONDS, interval: POLL_INTERVAL_SECONDS }
+      // On PUBLIC_URL, never on the request's Host: a device shows this link to its owner (a phishing vector otherwise).
+      const verification = `${deps.config.publicUrl}${VERIFICATION_PATH}`
+      return { claim_id: claim.id, user_code: claim.user_code, verification_uri: verification, verification_uri_complete: `${verification}?user_code=${encodeURIComponent(claim.user_code)}`, expires_in: CLAIM_TTL_SECONDS, interval: POLL_INTERVAL_SECONDS }
     }, {
       body: t.Optional(ClaimStart),
       response: { 201: ClaimStarted },
-      detail: op({ summary: 'Start pairing a headless device', description: 'No key needed. Limited to 10 claims per minute per client address.', tags: ['Sensors'], auth: 'public', errors: [422, 429] }),
+      detail: op({ summary: 'Start pairing a headless device', description: 'No key needed. Limited to 10 claims per minute per client address. `verification_uri` is on the service\'s configured public URL (`PUBLIC_URL`), never on the request\'s Host or X-Forwarded-* headers, so a caller cannot make a device send its owner elsewhere.', tags: ['Sensors'], auth: 'public', errors: [422, 429] }),
     })
     .get('/sensors/claim/status', ({ query }) => {
       if (!isId('claim', query.claim_id)) throw new ApiError('not_found', 'No such claim.')
