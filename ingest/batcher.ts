@@ -3,9 +3,11 @@
 // the write that holds its readings succeeded. Memory is bounded: past `maxQueued` readings waiting or in
 // flight, new requests are refused (503) instead of queued, and after a failed write the store gets a moment
 // to recover before more work is accepted.
-import type { Reading, ReadingsStore } from './stores/interface.ts'
+import type { Reading, ReadingsSink } from './stores/interface.ts'
 
 export interface BatcherOptions {
+  /** What a batch is written to, as refusals name it: "readings store", or "ingest log". */
+  sinkName?: string
   maxBatch: number
   flushMs: number
   maxQueued: number
@@ -52,7 +54,7 @@ export class Batcher {
   private idle: (() => void)[] = []
   private readonly now: () => number
 
-  constructor(private readonly store: ReadingsStore, private readonly options: BatcherOptions) {
+  constructor(private readonly store: ReadingsSink, private readonly options: BatcherOptions) {
     this.now = options.now ?? Date.now
   }
 
@@ -61,7 +63,7 @@ export class Batcher {
   /** Resolves when every reading is durably stored; rejects with IngestUnavailable otherwise. */
   add(readings: Reading[]): Promise<void> {
     if (this.closing) return Promise.reject(new IngestUnavailable('The server is shutting down.', 1))
-    if (this.now() < this.unhealthyUntil) return Promise.reject(new IngestUnavailable('The readings store is not answering.', Math.ceil(RECOVERY_MS / 1000)))
+    if (this.now() < this.unhealthyUntil) return Promise.reject(new IngestUnavailable(`The ${this.options.sinkName ?? 'readings store'} is not answering.`, Math.ceil(RECOVERY_MS / 1000)))
     if (this.queued + readings.length > this.options.maxQueued) return Promise.reject(new IngestUnavailable('Ingest is at capacity.', 1))
     this.queued += readings.length
     if (this.current.readings.length + readings.length > this.options.maxBatch) this.seal()
@@ -111,7 +113,7 @@ export class Batcher {
     } catch (cause) {
       this.options.onWriteError?.(cause, batch.readings.length)
       this.unhealthyUntil = this.now() + RECOVERY_MS
-      const error = new IngestUnavailable('The readings store did not take the readings; retry the batch.', Math.ceil(RECOVERY_MS / 1000))
+      const error = new IngestUnavailable(`The ${this.options.sinkName ?? 'readings store'} did not take the readings; retry the batch.`, Math.ceil(RECOVERY_MS / 1000))
       batch.settle.reject(error)
     } finally {
       clearTimeout(timer)

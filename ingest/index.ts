@@ -1,5 +1,7 @@
 // The ingest service (CONTRACT §7): the group-commit batcher in front of the readings store and the cache of
 // device configurations. Its routes are in routes.ts (writing) and query.ts (reading).
+// With INGEST_LOG the batcher's group commits go to the durable ingest log (log/), and a writer in this process
+// drains the log into the store (unless INGEST_LOG_WRITER=0).
 // It names what it needs in IngestDeps rather than importing src/deps.ts, which builds it: no import circle.
 import type { Database } from '../db/client.ts'
 import type { Config } from '../src/config.ts'
@@ -8,23 +10,30 @@ import type { Logger } from '../src/log.ts'
 import type { Metrics } from '../src/observability.ts'
 import { Batcher, type BatcherOptions } from './batcher.ts'
 import { DeviceDirectory } from './devices.ts'
+import { openIngestLog, type IngestLogConnection } from './log/index.ts'
+import { logSink } from './log/producer.ts'
+import { LogWriter } from './log/writer.ts'
 import type { ReadingsStore } from './stores/interface.ts'
 
 export interface Ingest {
   readonly batcher: Batcher
   readonly devices: DeviceDirectory
+  /** The ingest log's connection, when INGEST_LOG is set. */
+  readonly log: IngestLogConnection | undefined
+  /** This process's writer from the log to the store, when the log is on and this process runs one. */
+  readonly writer: LogWriter | undefined
   /** Writes everything queued (after the server stopped taking requests) and stops background work. */
   drain(): Promise<void>
 }
 
 export interface IngestDeps {
-  readonly config: Pick<Config, 'ingestBatchSize' | 'ingestFlushMs' | 'ingestMaxQueued' | 'ingestFlushConcurrency' | 'ingestWriteTimeoutMs'>
+  readonly config: Pick<Config, 'ingestBatchSize' | 'ingestFlushMs' | 'ingestMaxQueued' | 'ingestFlushConcurrency' | 'ingestWriteTimeoutMs' | 'ingestLog'>
   readonly database: Database
   readonly shared: SharedStore
   readonly readings: ReadingsStore
   readonly log: Logger
-  readonly metrics: Pick<Metrics, 'ingestFlushReadings' | 'ingestFlushDuration' | 'ingestStoreErrors'>
-  /** Told about every batch once it is durably written (the alert evaluator). */
+  readonly metrics: Pick<Metrics, 'ingestFlushReadings' | 'ingestFlushDuration' | 'ingestStoreErrors' | 'ingestLogPublished' | 'ingestLogWriterBatches' | 'ingestLogLag'>
+  /** Told about every batch once it is in the readings store (the alert evaluator). */
   readonly onWritten?: BatcherOptions['onWritten']
   /** The batcher's clock for its recovery pause (epoch ms); tests move it instead of waiting. */
   readonly clock?: () => number
@@ -32,24 +41,35 @@ export interface IngestDeps {
 
 export async function createIngest(deps: IngestDeps): Promise<Ingest> {
   const { config } = deps
-  const batcher = new Batcher(deps.readings, {
+  const log = config.ingestLog ? await openIngestLog(config.ingestLog, deps.log) : undefined
+  const sink = log ? logSink(log, (messages) => deps.metrics.ingestLogPublished.inc([], messages)) : deps.readings
+  const sinkName = log ? 'ingest log' : 'readings store'
+  const batcher = new Batcher(sink, {
+    sinkName,
     maxBatch: config.ingestBatchSize, flushMs: config.ingestFlushMs, maxQueued: config.ingestMaxQueued,
     concurrency: config.ingestFlushConcurrency, writeTimeoutMs: config.ingestWriteTimeoutMs,
-    onWriteError: (error, readings) => deps.log.error('readings store write failed', { readings, store: deps.readings.kind, error: String(error) }),
+    onWriteError: (error, readings) => deps.log.error(`${sinkName} write failed`, { readings, store: log ? 'ingest_log' : deps.readings.kind, error: String(error) }),
     onFlush: (readings, seconds, ok) => {
       deps.metrics.ingestFlushReadings.observe([], readings)
       deps.metrics.ingestFlushDuration.observe([ok ? 'ok' : 'failed'], seconds)
       if (!ok) deps.metrics.ingestStoreErrors.inc()
     },
-    onWritten: deps.onWritten,
+    // With the log, the writer tells the evaluator once the readings are in the store.
+    onWritten: log ? undefined : deps.onWritten,
     now: deps.clock,
   })
+  const writer = log && config.ingestLog!.writer
+    ? new LogWriter(log, deps.readings, { maxReadings: config.ingestBatchSize, flushMs: config.ingestFlushMs, writeTimeoutMs: config.ingestWriteTimeoutMs, onWritten: deps.onWritten }, deps)
+    : undefined
+  await writer?.start()
   const devices = new DeviceDirectory(deps.database.db, deps.shared)
   await devices.start()
   return {
-    batcher, devices,
+    batcher, devices, log, writer,
     async drain() {
       await batcher.drain()
+      await writer?.stop()
+      await log?.close()
       devices.stop()
       await devices.writeBack()
     },

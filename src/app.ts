@@ -79,7 +79,7 @@ export function createApp(deps: Deps) {
     config: deps.config, authenticator: deps.authenticator, rateLimiter: deps.rateLimiter, platform: deps.platform,
     routes: () => routeTable!,
   })
-  const health = new BackendHealth(deps)
+  const health = new BackendHealth({ ...deps, lagBoundMs: (deps.config.ingestLog?.lagBoundSeconds ?? 30) * 1000 })
   let openApiDocument: Record<string, unknown> | undefined
   // Built on first request, once every route is registered (the document describes the finished app).
   const publishedDocument = (): Record<string, unknown> => (openApiDocument ??= buildOpenApiDocument(app as AnyElysia))

@@ -179,7 +179,8 @@ async function demo(deps: Deps, accountId: string, animals: string | undefined, 
   for (const [area, n] of Object.entries(counts)) console.log(`  ${area.padEnd(17)}${n}`)
 }
 
-const deps = await createDeps(loadConfig()).catch((error: Error) => {
+// Operator commands take no readings: no ingest log connection, no writer.
+const deps = await createDeps(loadConfig(process.env, { ingestLog: undefined })).catch((error: Error) => {
   console.error(`cannot open the store: ${error.message}`)
   process.exit(1)
 })

@@ -59,6 +59,29 @@ export interface Config {
   readonly ingestFlushConcurrency: number
   /** A store write slower than this fails its requests with 503 (the device retries; dedup absorbs a late success). */
   readonly ingestWriteTimeoutMs: number
+  /**
+   * The durable ingest log (NATS JetStream), off when undefined: the NATS servers (seeds of a cluster). With it, a
+   * batch is acknowledged once the log has stored it, and writers drain the log into the readings store.
+   */
+  readonly ingestLog: IngestLogConfig | undefined
+}
+
+export interface IngestLogConfig {
+  readonly servers: readonly string[]
+  /** The JetStream stream; its subjects are `<subjectPrefix>.<account id>.<device id>`. */
+  readonly stream: string
+  readonly subjectPrefix: string
+  /** Copies of each message: 1 on one server, 3 in a cluster (survives the loss of one node). */
+  readonly replicas: number
+  /** What the log keeps while writers cannot drain it; past either limit ingest answers 503. */
+  readonly maxAgeSeconds: number
+  readonly maxBytes: number
+  /** Run a writer in this process (server processes do by default; `npm run writer` runs one alone). */
+  readonly writer: boolean
+  /** A message not acknowledged by its writer this long after delivery goes to another writer. */
+  readonly ackWaitSeconds: number
+  /** Status and readiness report degraded while readings wait longer than this to become visible. */
+  readonly lagBoundSeconds: number
 }
 
 /** PUBLIC_URL: an absolute http(s) URL without query or fragment; its trailing slash is dropped. */
@@ -71,6 +94,25 @@ function publicUrl(env: Record<string, string | undefined>, port: number): strin
     throw new Error(`PUBLIC_URL must be an http(s) URL without credentials, query or fragment, got "${raw}"`)
   }
   return url.href.replace(/\/+$/, '')
+}
+
+function ingestLog(env: Record<string, string | undefined>): IngestLogConfig | undefined {
+  const raw = env.INGEST_LOG
+  if (raw === undefined || raw.trim() === '') return undefined
+  const servers = raw.split(',').map((s) => s.trim()).filter(Boolean)
+  const prefix = env.INGEST_LOG_SUBJECT_PREFIX || 'hrs.readings'
+  if (!/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(prefix)) throw new Error(`INGEST_LOG_SUBJECT_PREFIX must be dot-separated tokens, got "${prefix}"`)
+  return {
+    servers,
+    stream: env.INGEST_LOG_STREAM || 'HRS_READINGS',
+    subjectPrefix: prefix,
+    replicas: int(env, 'INGEST_LOG_REPLICAS', 1, 1),
+    maxAgeSeconds: int(env, 'INGEST_LOG_MAX_AGE_SECONDS', 7 * 24 * 3600, 1),
+    maxBytes: int(env, 'INGEST_LOG_MAX_BYTES', 1024 ** 3, 1024),
+    writer: flag(env, 'INGEST_LOG_WRITER') ?? true,
+    ackWaitSeconds: int(env, 'INGEST_LOG_ACK_WAIT_SECONDS', 30, 1),
+    lagBoundSeconds: int(env, 'INGEST_LOG_LAG_BOUND_SECONDS', 30, 1),
+  }
 }
 
 function int(env: Record<string, string | undefined>, name: string, fallback: number, min = 0): number {
@@ -150,6 +192,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ingestMaxQueued: int(env, 'INGEST_MAX_QUEUED', 200_000, 1),
     ingestFlushConcurrency: int(env, 'INGEST_FLUSH_CONCURRENCY', ingest.flushConcurrency, 1),
     ingestWriteTimeoutMs: int(env, 'INGEST_WRITE_TIMEOUT_MS', 10_000, 1),
+    ingestLog: ingestLog(env),
     ...overrides,
   }
   return Object.freeze(config)

@@ -3,7 +3,8 @@
 import { loadConfig } from './config.ts'
 import { createDeps } from './deps.ts'
 
-const deps = await createDeps(loadConfig(), { migrate: false })
+// It takes no readings: no ingest log connection, no writer.
+const deps = await createDeps(loadConfig(process.env, { ingestLog: undefined }), { migrate: false })
 deps.dispatcher.start()
 console.log('webhook dispatcher running')
 const stop = async () => {

@@ -50,6 +50,9 @@ export interface BucketSpec {
 export type SeriesPosition = [ts: number, deviceId: string, channel: string]
 export type LatestPosition = [deviceId: string, channel: string]
 
+/** Where the batcher's group commits go: the readings store itself, or the ingest log in front of it. */
+export type ReadingsSink = Pick<ReadingsStore, 'write'>
+
 export interface ReadingsStore {
   readonly kind: 'questdb' | 'sql'
   /** Resolves once every reading is durably stored; a reading already stored (same device, channel, ts) is skipped. */

@@ -2,6 +2,7 @@
 // those answers take the probe's full 2 s while Postgres was down (issue 20); they now answer at once from the
 // last probe, and a stale answer starts the next probe in the background.
 import type { Database } from '../../../db/client.ts'
+import type { Ingest } from '../../../ingest/index.ts'
 import type { SharedStore } from '../../kv/interface.ts'
 
 export type BackendState = 'ok' | 'down'
@@ -28,13 +29,26 @@ export class BackendHealth {
   private probedAt = 0
   private probing: Promise<Record<string, BackendState>> | undefined
 
-  constructor(private readonly backends: { database: Pick<Database, 'kind' | 'ping'>; shared: Pick<SharedStore, 'kind' | 'ping'> }) {}
+  constructor(private readonly backends: {
+    database: Pick<Database, 'kind' | 'ping'>
+    shared: Pick<SharedStore, 'kind' | 'ping'>
+    /** With the ingest log: its connection, and this process's writer (down while its store writes fail or lag). */
+    ingest?: Pick<Ingest, 'log' | 'writer'>
+    lagBoundMs?: number
+  }) {}
 
   /** The last probe's answer (the first call waits for one); starts a new probe when that answer is stale. */
   async current(): Promise<Record<string, BackendState>> {
-    if (!this.last) return this.probe()
+    const probed = !this.last ? await this.probe() : this.last
     if (performance.now() - this.probedAt > FRESH_MS) void this.probe()
-    return this.last
+    // The ingest log's state is known in process, so it is read now rather than probed.
+    const { ingest, lagBoundMs = 30_000 } = this.backends
+    if (!ingest?.log) return probed
+    return {
+      ...probed,
+      ingest_log: ingest.log.connected() ? 'ok' : 'down',
+      ...(ingest.writer ? { readings_writer: ingest.writer.state(lagBoundMs) } : {}),
+    }
   }
 
   private probe(): Promise<Record<string, BackendState>> {

@@ -8,6 +8,7 @@ import type { Deps } from '../../deps.ts'
 import { ApiError } from '../../http/errors.ts'
 import { op } from '../../http/operation.ts'
 import type { BackendHealth } from './backend-health.ts'
+import { WRITER_CONSUMER } from '../../../ingest/log/index.ts'
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', 'localhost'])
 const isLoopbackHost = (host: string) => LOOPBACK_HOSTS.has(host) || host.startsWith('127.')
@@ -26,6 +27,13 @@ export function metricsModule(deps: Deps, health: BackendHealth) {
     const [row] = await deps.database.query<{ pending: number | string }>(`select count(*) as pending from webhook_deliveries where status = 'pending'`)
     return [{ value: Number(row?.pending ?? 0) }]
   })
+  const log = deps.ingest.log
+  if (log) {
+    metrics.registry.gauge('hrs_ingest_log_pending_messages', 'Messages in the ingest log not yet stored by a writer (all writers: read from JetStream), waiting or being written.', [], async () => {
+      const info = await log.jsm.consumers.info(log.config.stream, WRITER_CONSUMER)
+      return [{ value: info.num_pending + info.num_ack_pending }]
+    })
+  }
   metrics.registry.gauge('hrs_backend_up', '1 when the backend answered its last ping within 2 s, 0 when it did not.', ['backend'], async () =>
     Object.entries(await health.current()).map(([backend, state]) => ({ labels: [backend], value: state === 'ok' ? 1 : 0 })))
 

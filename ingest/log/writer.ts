@@ -1,0 +1,120 @@
+// A writer: drains the ingest log into the readings store. It takes messages from the writers' shared durable
+// consumer, gathers them into one store write (group commit again: up to `maxReadings`, or whatever arrived within
+// `flushMs`), and acknowledges them to JetStream only once the store has them. A failed write hands its messages
+// back for redelivery after a pause (to this writer or another); a message that is not an ingest-log message is
+// terminated and logged, so it cannot block the log.
+import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream'
+import type { Logger } from '../../src/log.ts'
+import type { Metrics } from '../../src/observability.ts'
+import type { Reading, ReadingsStore } from '../stores/interface.ts'
+import { decodeMessage } from './codec.ts'
+import { WRITER_CONSUMER, type IngestLogConnection } from './index.ts'
+
+export interface WriterOptions {
+  /** Readings per store write, at most (messages are whole: one may take it past). */
+  maxReadings: number
+  /** How long the first message of a write waits for others. */
+  flushMs: number
+  /** A store write slower than this counts as failed (its messages are redelivered; dedup absorbs a late success). */
+  writeTimeoutMs: number
+  /** Told about every batch once it is stored (the alert evaluator); must not throw. */
+  onWritten?: (readings: readonly Reading[]) => void
+}
+
+/** After a failed store write, its messages come back this much later. */
+const RETRY_DELAY_MS = 1_000
+
+export class LogWriter {
+  private messages: ConsumerMessages | undefined
+  private pending: { message: JsMsg; readings: Reading[] }[] = []
+  private pendingReadings = 0
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private writing: Promise<void> = Promise.resolve()
+  private stopped = false
+  private loop: Promise<void> | undefined
+  /** Whether the last store write failed, and how long the last stored message took from the log to the store. */
+  private failing = false
+  private lastLagMs = 0
+
+  constructor(
+    private readonly log: IngestLogConnection,
+    private readonly store: ReadingsStore,
+    private readonly options: WriterOptions,
+    private readonly deps: { log: Logger; metrics: Pick<Metrics, 'ingestLogWriterBatches' | 'ingestLogLag'> },
+  ) {}
+
+  async start(): Promise<void> {
+    const consumer = await this.log.js.consumers.get(this.log.config.stream, WRITER_CONSUMER)
+    // The client keeps up to this many messages pulled ahead; the consumer's max_ack_pending bounds the rest.
+    this.messages = await consumer.consume({ max_messages: 1_000 })
+    this.loop = (async () => {
+      for await (const message of this.messages!) {
+        let readings: Reading[]
+        try {
+          readings = decodeMessage(message.data)
+        } catch (error) {
+          this.deps.log.error('ingest log message set aside: not readings', { subject: message.subject, seq: message.seq, error: String(error) })
+          message.term()
+          continue
+        }
+        this.pending.push({ message, readings })
+        this.pendingReadings += readings.length
+        // Waiting here while a full batch is written holds back the loop, and so the pulling: backpressure.
+        if (this.pendingReadings >= this.options.maxReadings) await this.flush()
+        else this.timer ??= setTimeout(() => void this.flush(), this.options.flushMs)
+      }
+    })().catch((error) => { if (!this.stopped) this.deps.log.error('ingest log writer stopped', { error: String(error) }) })
+  }
+
+  /** `down` while its store writes fail, or readings reach the store later than `lagBoundMs` after the log took them. */
+  state(lagBoundMs: number): 'ok' | 'down' {
+    return this.failing || this.lastLagMs > lagBoundMs ? 'down' : 'ok'
+  }
+
+  /** Stops taking messages, writes what it holds, and returns; unacknowledged messages go to other writers. */
+  async stop(): Promise<void> {
+    this.stopped = true
+    await this.messages?.close()
+    await this.loop
+    await this.flush()
+  }
+
+  private flush(): Promise<void> {
+    if (this.timer) { clearTimeout(this.timer); this.timer = undefined }
+    this.writing = this.writing.then(() => this.write())
+    return this.writing
+  }
+
+  private async write(): Promise<void> {
+    if (!this.pending.length) return
+    const batch = this.pending
+    this.pending = []
+    this.pendingReadings = 0
+    const readings = batch.length === 1 ? batch[0]!.readings : batch.flatMap((m) => m.readings)
+    let timer: ReturnType<typeof setTimeout> | undefined
+    try {
+      await Promise.race([
+        this.store.write(readings),
+        new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('write timed out')), this.options.writeTimeoutMs) }),
+      ])
+    } catch (error) {
+      this.failing = true
+      this.deps.metrics.ingestLogWriterBatches.inc(['failed'])
+      this.deps.log.error('ingest log writer: readings store write failed; messages will be redelivered', { messages: batch.length, readings: readings.length, store: this.store.kind, error: String(error) })
+      for (const { message } of batch) message.nak(RETRY_DELAY_MS)
+      return
+    } finally {
+      clearTimeout(timer)
+    }
+    const now = Date.now()
+    for (const { message } of batch) {
+      message.ack()
+      // The message's timestamp is when the log stored it, which is when its batch was acknowledged to the devices.
+      this.lastLagMs = Math.max(0, now - Number(message.timestampNanos / 1_000_000n))
+      this.deps.metrics.ingestLogLag.observe([], this.lastLagMs / 1000)
+    }
+    this.failing = false
+    this.deps.metrics.ingestLogWriterBatches.inc(['stored'])
+    this.options.onWritten?.(readings)
+  }
+}
