@@ -12,6 +12,11 @@ export function startServer(env: Record<string, string | undefined>, timeoutMs =
   return startChild('server', [process.execPath, 'src/main.ts'], env, timeoutMs)
 }
 
+/** Starts `bun src/writer.ts` (an ingest-log writer alone) with `env` and waits until it runs. */
+export function startWriter(env: Record<string, string | undefined>, timeoutMs = 20_000): Promise<Child> {
+  return startChild('writer', [process.execPath, 'src/writer.ts'], env, timeoutMs, 'ingest log writer running')
+}
+
 /** Runs the operator CLI and returns its exit code and output. */
 export function runCli(args: string[], env: Record<string, string | undefined>): Promise<{ code: number; stdout: string; stderr: string }> {
   return runProcess([process.execPath, 'src/cli.ts', ...args], { LOG_LEVEL: 'warn', ...env }, 20_000)

@@ -61,7 +61,7 @@ function node(spec: NodeSpec, dir: string): NatsNode {
 async function jetStreamReady(monitorPorts: number[], timeoutMs = 30_000) {
   const deadline = Date.now() + timeoutMs
   for (const port of monitorPorts) {
-    while (!(await fetch(`http://127.0.0.1:${port}/healthz?js-enabled-only=true`).then((r) => r.ok, () => false))) {
+    while (!(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false))) {
       if (Date.now() > deadline) throw new Error('JetStream did not become ready within 30 s')
       await Bun.sleep(100)
     }

@@ -34,8 +34,8 @@ export interface Child {
   stop(signal?: NodeJS.Signals): Promise<number>
 }
 
-/** Starts `argv` with PORT set and waits until it prints "listening on". */
-export async function startServer(name: string, argv: string[], env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<Child> {
+/** Starts `argv` with PORT set and waits until it prints `readyText` ("listening on", for a server). */
+export async function startServer(name: string, argv: string[], env: Record<string, string | undefined>, timeoutMs = 30_000, readyText = 'listening on'): Promise<Child> {
   const port = freePort()
   const proc = Bun.spawn(argv, {
     cwd: ROOT,
@@ -49,7 +49,7 @@ export async function startServer(name: string, argv: string[], env: Record<stri
   }
   const pumps = Promise.all([collect(proc.stdout as ReadableStream<Uint8Array>), collect(proc.stderr as ReadableStream<Uint8Array>)])
   const deadline = Date.now() + timeoutMs
-  while (!out.includes('listening on')) {
+  while (!out.includes(readyText)) {
     if (proc.exitCode !== null) throw new Error(`${name} exited with ${proc.exitCode}: ${out}`)
     if (Date.now() > deadline) { proc.kill('SIGKILL'); throw new Error(`${name} did not start within ${timeoutMs} ms: ${out}`) }
     await Bun.sleep(20)

@@ -48,7 +48,7 @@ export async function openIngestLog(config: IngestLogConfig, log: Logger): Promi
       if (status.type === 'reconnect') { up = true; log.info('ingest log reconnected', { server: String((status as { server?: unknown }).server ?? '') }) }
     }
   })()
-  const jsm = await jetstreamManager(nc, { timeout: 5_000 })
+  const jsm = await untilJetStreamAnswers(() => jetstreamManager(nc, { timeout: 5_000 }), log)
   const stream = {
     name: config.stream,
     subjects: [`${config.subjectPrefix}.>`],
@@ -61,13 +61,15 @@ export async function openIngestLog(config: IngestLogConfig, log: Logger): Promi
     max_age: config.maxAgeSeconds * NANOS_PER_SECOND,
     num_replicas: config.replicas,
   }
-  try {
-    await jsm.streams.info(config.stream)
-    await jsm.streams.update(config.stream, stream)
-  } catch (error) {
-    if (!isNotFound(error)) throw error
-    await jsm.streams.add(stream)
-  }
+  await untilJetStreamAnswers(async () => {
+    try {
+      await jsm.streams.info(config.stream)
+      await jsm.streams.update(config.stream, stream)
+    } catch (error) {
+      if (!isNotFound(error)) throw error
+      await jsm.streams.add(stream)
+    }
+  }, log)
   const consumer = {
     durable_name: WRITER_CONSUMER,
     ack_policy: AckPolicy.Explicit,
@@ -87,6 +89,24 @@ export async function openIngestLog(config: IngestLogConfig, log: Logger): Promi
     js: jetstream(nc, { timeout: 5_000 }),
     connected: () => up && !nc.isClosed(),
     async close() { if (!nc.isClosed()) await nc.drain() },
+  }
+}
+
+/**
+ * Runs `step`, again while JetStream does not answer yet (a cluster that has just started is still electing its
+ * leaders), for up to half a minute.
+ */
+async function untilJetStreamAnswers<T>(step: () => Promise<T>, log: Logger): Promise<T> {
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    try {
+      return await step()
+    } catch (error) {
+      const text = `${(error as Error)?.name} ${(error as Error)?.message}`
+      if (Date.now() > deadline || !/timeout|no responders|temporarily unavailable|not current|no suitable peers/i.test(text)) throw error
+      log.warn('ingest log: JetStream not answering yet; trying again', { error: text })
+      await Bun.sleep(500)
+    }
   }
 }
 

@@ -45,8 +45,10 @@ export class LogWriter {
 
   async start(): Promise<void> {
     const consumer = await this.log.js.consumers.get(this.log.config.stream, WRITER_CONSUMER)
-    // The client keeps up to this many messages pulled ahead; the consumer's max_ack_pending bounds the rest.
-    this.messages = await consumer.consume({ max_messages: 1_000 })
+    // The client keeps up to this many messages pulled ahead; the consumer's max_ack_pending bounds the rest. Pull
+    // requests expire after 5 s instead of 30: one sent to a NATS node that then died is noticed (missed heartbeats)
+    // and replaced within seconds (a cluster test drained 32 s after a node's death with the default, 7 s with this).
+    this.messages = await consumer.consume({ max_messages: 1_000, expires: 5_000 })
     this.loop = (async () => {
       for await (const message of this.messages!) {
         let readings: Reading[]

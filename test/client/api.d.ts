@@ -492,7 +492,7 @@ export interface paths {
         put?: never;
         /**
          * Submit sensor readings
-         * @description A batch of at most 5000 readings, each `{ "channel": "t1", "value": 27.5, "ts": "2026-11-21T10:00:00.000Z" }` (`ts` optional: RFC 3339 or epoch milliseconds, default the receive time, at most 5 minutes ahead). Answered 202 once the readings are durably stored; a retried batch adds nothing (readings are unique on device, channel and ts). Readings on channels the device has no mapping for are kept with metric and environment null, and the device lists those channels as `unmapped_channels`.
+         * @description A batch of at most 5000 readings, each `{ "channel": "t1", "value": 27.5, "ts": "2026-11-21T10:00:00.000Z" }` (`ts` optional: RFC 3339 or epoch milliseconds, default the receive time, at most 5 minutes ahead). Answered 202 once the readings are durable: in the readings store, or, where the service runs with its ingest log (`INGEST_LOG`, NATS JetStream), in the log, from which a writer stores them; they are then visible to `GET /environment/readings` once the writer has stored them (typically within a second; `hrs_ingest_log_lag_seconds` in /metrics). A log acknowledgement survives what the log's stream survives: with one replica, a restart of the NATS server (its disk is synced every 2 minutes unless it runs with `sync_interval: always`); with three replicas in a cluster, the loss of a node. A retried batch adds nothing (readings are unique on device, channel and ts). Readings on channels the device has no mapping for are kept with metric and environment null, and the device lists those channels as `unmapped_channels`.
          */
         post: operations["postApiV1SensorsReadings"];
         delete?: never;

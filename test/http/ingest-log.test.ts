@@ -4,6 +4,7 @@
 // down, ingest answers 503 with Retry-After within 2 s, and nothing it acknowledged is lost.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { IngestLogConfig } from '../../src/config.ts'
+import { LogWriter } from '../../ingest/log/writer.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import type { ReadingsStore } from '../../ingest/stores/interface.ts'
 import { NATS_SERVER, startNats, type NatsDeployment } from '../../bench/lib/nats.ts'
@@ -133,5 +134,40 @@ describe.skipIf(!NATS_SERVER)('ingest through the log', () => {
     const rows = await stored(t0, t0 + 3)
     expect(rows).toContain(t0)
     expect(rows).toContain(t0 + 2)
+  }, 60_000)
+})
+
+describe.skipIf(!NATS_SERVER)('what a log acknowledgement survives', () => {
+  test('one replica: the NATS server killed (SIGKILL) and started again still holds every batch it acknowledged', async () => {
+    const nats = await startNats(1)
+    // No writer in this process: the readings stay in the log until one is started after the crash.
+    const env = await createTestEnv({ host: '127.0.0.1', deviceRateLimitPerMinute: 1_000_000, ingestLog: {
+      servers: nats.servers.split(','), stream: 'HRS_CRASH', subjectPrefix: 'crash.readings', replicas: 1,
+      maxAgeSeconds: 3600, maxBytes: 64 * 1024 * 1024, writer: false, ackWaitSeconds: 5, lagBoundSeconds: 5,
+    } })
+    let writer: LogWriter | undefined
+    try {
+      const token = (await env.account({ scopes: ['sensors:write'] })).token
+      const device = await (await env.request('POST', '/api/v1/sensors/devices', { token, body: { name: 'Crash', channels: [] } })).json()
+      const t0 = Date.now() - 3_600_000
+      for (let n = 0; n < 20; n++) {
+        const readings = Array.from({ length: 100 }, (_, i) => ({ channel: 't1', value: i, ts: t0 + n * 100 + i }))
+        const response = await env.request('POST', '/api/v1/sensors/readings', { token: device.key, body: { readings } })
+        expect(response.status).toBe(202)
+      }
+      await nats.nodes[0]!.kill()
+      await nats.nodes[0]!.start()
+      writer = new LogWriter(env.deps.ingest.log!, env.deps.readings, { maxReadings: 10_000, flushMs: 10, writeTimeoutMs: 10_000 }, env.deps)
+      // The client reconnects by itself; the writer's consumer then finds the 2,000 readings.
+      await waitFor(async () => writer!.start().then(() => true, () => false), 15_000, 200)
+      await waitFor(async () => {
+        const [row] = await env.deps.database.query<{ n: number | string }>('select count(*) as n from sensor_readings where device_id = $1', [device.id])
+        return Number(row!.n) === 2_000
+      }, 20_000, 100)
+    } finally {
+      await writer?.stop().catch(() => {})
+      await env.close()
+      await nats.close()
+    }
   }, 60_000)
 })
