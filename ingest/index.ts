@@ -59,7 +59,7 @@ export async function createIngest(deps: IngestDeps): Promise<Ingest> {
     now: deps.clock,
   })
   const writer = log && config.ingestLog!.writer
-    ? new LogWriter(log, deps.readings, { maxReadings: config.ingestBatchSize, flushMs: config.ingestFlushMs, writeTimeoutMs: config.ingestWriteTimeoutMs, onWritten: deps.onWritten }, deps)
+    ? new LogWriter(log, deps.readings, { maxReadings: config.ingestBatchSize, flushMs: config.ingestFlushMs, concurrency: config.ingestFlushConcurrency, writeTimeoutMs: config.ingestWriteTimeoutMs, onWritten: deps.onWritten }, deps)
     : undefined
   await writer?.start()
   const devices = new DeviceDirectory(deps.database.db, deps.shared)

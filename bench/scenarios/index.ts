@@ -9,6 +9,7 @@ import { httpLayer } from './http-layer.ts'
 import { ingestAlerts } from './ingest-alerts.ts'
 import { ingestBatches } from './ingest-batches.ts'
 import { ingestPostgres } from './ingest-postgres.ts'
+import { ingestLog } from './ingest-log.ts'
 import { ingestQuestdb } from './ingest-questdb.ts'
 import { latency } from './latency.ts'
 import { mixed } from './mixed.ts'
@@ -29,6 +30,8 @@ export const SCENARIOS: Record<string, Scenario> = {
   // ingest-postgres's load without and with 1,000 alert rules, alternating.
   'ingest-alerts': ingestAlerts,
   'ingest-questdb': ingestQuestdb,
+  // Through the NATS ingest log onto QuestDB ÷ ingest-questdb's direct path, just measured.
+  'ingest-log': ingestLog,
   'questdb-client': questdbClient,
   webhooks,
   // The records side: list walks, idempotent writes, readings queries, and an integrator's mix of them.

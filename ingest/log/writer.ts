@@ -1,8 +1,10 @@
 // A writer: drains the ingest log into the readings store. It takes messages from the writers' shared durable
 // consumer, gathers them into one store write (group commit again: up to `maxReadings`, or whatever arrived within
-// `flushMs`), and acknowledges them to JetStream only once the store has them. A failed write hands its messages
-// back for redelivery after a pause (to this writer or another); a message that is not an ingest-log message is
-// terminated and logged, so it cannot block the log.
+// `flushMs`; `concurrency` writes at once, as the direct path does), and acknowledges them to JetStream only once
+// the store has them. A failed write hands its messages
+// back for redelivery after a pause (to this writer or another). A message it cannot decode is logged and handed
+// back for a minute, never dropped: it was acknowledged to a device, and a writer that knows its format (a newer
+// version during an upgrade) may still store it; it does not hold up the messages behind it.
 import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream'
 import type { Logger } from '../../src/log.ts'
 import type { Metrics } from '../../src/observability.ts'
@@ -15,6 +17,8 @@ export interface WriterOptions {
   maxReadings: number
   /** How long the first message of a write waits for others. */
   flushMs: number
+  /** Store writes in flight at once (one at a time left QuestDB idle between them: half the direct path's rate). */
+  concurrency: number
   /** A store write slower than this counts as failed (its messages are redelivered; dedup absorbs a late success). */
   writeTimeoutMs: number
   /** Told about every batch once it is stored (the alert evaluator); must not throw. */
@@ -23,13 +27,15 @@ export interface WriterOptions {
 
 /** After a failed store write, its messages come back this much later. */
 const RETRY_DELAY_MS = 1_000
+/** A message this writer cannot decode comes back this much later (to this writer or another). */
+const UNDECODABLE_DELAY_MS = 60_000
 
 export class LogWriter {
   private messages: ConsumerMessages | undefined
   private pending: { message: JsMsg; readings: Reading[] }[] = []
   private pendingReadings = 0
   private timer: ReturnType<typeof setTimeout> | undefined
-  private writing: Promise<void> = Promise.resolve()
+  private readonly inFlight = new Set<Promise<void>>()
   private stopped = false
   private loop: Promise<void> | undefined
   /** Whether the last store write failed, and how long the last stored message took from the log to the store. */
@@ -55,8 +61,8 @@ export class LogWriter {
         try {
           readings = decodeMessage(message.data)
         } catch (error) {
-          this.deps.log.error('ingest log message set aside: not readings', { subject: message.subject, seq: message.seq, error: String(error) })
-          message.term()
+          this.deps.log.error('ingest log message not understood; handed back for a minute', { subject: message.subject, seq: message.seq, error: String(error) })
+          message.nak(UNDECODABLE_DELAY_MS)
           continue
         }
         this.pending.push({ message, readings })
@@ -79,19 +85,22 @@ export class LogWriter {
     await this.messages?.close()
     await this.loop
     await this.flush()
+    await Promise.all(this.inFlight)
   }
 
-  private flush(): Promise<void> {
+  /** Starts writing what is pending; resolves once the write has started (after waiting for a free slot). */
+  private async flush(): Promise<void> {
     if (this.timer) { clearTimeout(this.timer); this.timer = undefined }
-    this.writing = this.writing.then(() => this.write())
-    return this.writing
-  }
-
-  private async write(): Promise<void> {
     if (!this.pending.length) return
     const batch = this.pending
     this.pending = []
     this.pendingReadings = 0
+    while (this.inFlight.size >= this.options.concurrency) await Promise.race(this.inFlight)
+    const writing: Promise<void> = this.write(batch).finally(() => this.inFlight.delete(writing))
+    this.inFlight.add(writing)
+  }
+
+  private async write(batch: { message: JsMsg; readings: Reading[] }[]): Promise<void> {
     const readings = batch.length === 1 ? batch[0]!.readings : batch.flatMap((m) => m.readings)
     let timer: ReturnType<typeof setTimeout> | undefined
     try {

@@ -157,7 +157,7 @@ describe.skipIf(!NATS_SERVER)('what a log acknowledgement survives', () => {
       }
       await nats.nodes[0]!.kill()
       await nats.nodes[0]!.start()
-      writer = new LogWriter(env.deps.ingest.log!, env.deps.readings, { maxReadings: 10_000, flushMs: 10, writeTimeoutMs: 10_000 }, env.deps)
+      writer = new LogWriter(env.deps.ingest.log!, env.deps.readings, { maxReadings: 10_000, flushMs: 10, concurrency: 2, writeTimeoutMs: 10_000 }, env.deps)
       // The client reconnects by itself; the writer's consumer then finds the 2,000 readings.
       await waitFor(async () => writer!.start().then(() => true, () => false), 15_000, 200)
       await waitFor(async () => {
