@@ -22,6 +22,11 @@ export type BodySpec =
    * through readingsOf().
    */
   | { kind: 'readings'; perRequest: number; channels: number; tsBase: number }
+  /**
+   * The same readings as `readings`, as InfluxDB line protocol (`readings,device=d<key>,channel=c0 value=1.5 <ms>`)
+   * for a peer's /write: the device is the lane's key, as the API knows it from the device key.
+   */
+  | { kind: 'line-protocol'; perRequest: number; channels: number; tsBase: number }
 
 export interface GeneratorConfig {
   url: string
@@ -170,6 +175,12 @@ function readingsJson(readings: { channel: string; value: number; ts: number }[]
   return s + ']}'
 }
 
+function readingsLineProtocol(device: string, readings: { channel: string; value: number; ts: number }[]): string {
+  let s = ''
+  for (const r of readings) s += `readings,device=${device},channel=${r.channel} value=${r.value} ${r.ts}\n`
+  return s
+}
+
 function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
@@ -208,13 +219,14 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
     let count = fixedCount
     const spec = config.body
     if (spec.kind === 'fixed') body = spec.text
-    else if (spec.kind === 'readings') {
+    else if (spec.kind === 'readings' || spec.kind === 'line-protocol') {
       const k = counters.get(lane) ?? 0
       counters.set(lane, k + 1)
-      body = readingsJson(readingsOf(spec, lane, k, lanesPerKey, keyCount))
+      const readings = readingsOf({ ...spec, kind: 'readings' }, lane, k, lanesPerKey, keyCount)
+      body = spec.kind === 'readings' ? readingsJson(readings) : readingsLineProtocol(`d${lane % keyCount}`, readings)
       count = spec.perRequest
     }
-    if (body !== undefined) headers['content-type'] = 'application/json'
+    if (body !== undefined) headers['content-type'] = spec.kind === 'line-protocol' ? 'text/plain; charset=utf-8' : 'application/json'
     return { url, init: { method: config.method, headers, body, keepalive: true }, count }
   }
 

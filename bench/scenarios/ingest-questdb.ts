@@ -4,7 +4,9 @@
 // and batch size (target ≥ 0.5); ÷ the Postgres path when ingest-postgres ran earlier in the same invocation
 // (target ≥ 1.5). Also the server's CPU per reading (target ≤ 5 µs) and the ack latency at half the maximum rate
 // (open loop; p99 under 100 ms is what the batching defaults were chosen for). Stored counts are read once
-// QuestDB has applied its WAL (polled, not slept).
+// QuestDB has applied its WAL (polled, not slept). As information, a peer: InfluxDB 1.x's /write (a private
+// influxd on loopback, Debian's `influxdb`) taking the same readings as line protocol from the same generator,
+// the endpoint sensor deployments move from; skipped, saying so, where influxd is absent.
 import type { RawIlpConfig } from '../baselines/questdb-raw-ilp.ts'
 import type { RowsSpec } from '../baselines/rows.ts'
 import type { SenderConfig } from '../baselines/questdb-sender.ts'
@@ -14,6 +16,7 @@ import {
   dropTable, freshTableName, intoFreshTable, machineNote, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, questdbJava, RAW_ILP, SENDER,
   tableStats, waitForCount, type RawResult, type SenderResult,
 } from '../lib/questdb.ts'
+import { INFLUXD, startInflux } from '../lib/influx.ts'
 import { runLoad, statsOf, type LoadResult } from '../lib/load.ts'
 import { line, needsLocalServer, type Scenario } from '../lib/report.ts'
 import { loadConfig } from '../../src/config.ts'
@@ -73,6 +76,8 @@ export const ingestQuestdb: Scenario = async (ctx) => {
       http: QUESTDB_HTTP, table: t, spec, batch: meanBatch, inFlight, watch: { questdb: questdbJava() },
     } satisfies RawIlpConfig)]))
 
+    const influx = await influxPeer(ctx, run)
+
     const stored = visible.count
     const verified = stored === acknowledged
     const cpuPerReading = (load.watched.server! * 1e6) / load.readingsPerSecond
@@ -87,6 +92,9 @@ export const ingestQuestdb: Scenario = async (ctx) => {
         line(NAME, `readings/s via API ÷ raw ILP/HTTP POST (${meanBatch}/request, ${inFlight} in flight)`, load.readingsPerSecond, raw.rowsPerSecond, 'rows/s', 0.5, 'target',
           `raw ILP: ${((raw.cpu * raw.ms * 1000) / raw.rows).toFixed(1)} µs CPU/row, ${raw.cpu.toFixed(2)} cores, ${machineNote(raw)}, ${raw.ms.toFixed(0)} ms; the official client reaches ${(client.rowsPerSecond / raw.rowsPerSecond).toFixed(2)} of raw ILP`, loadStats),
         ...(postgresPath ? [postgresPath] : []),
+        ...(influx ? [line(NAME, 'readings/s via API ÷ InfluxDB 1.6 /write (same generator, line protocol)', load.readingsPerSecond, influx.load.readingsPerSecond, 'rows/s', undefined, 'target',
+          `information (no target): InfluxDB answered 204 to ${influx.load.okRequests} requests in the window, ${influx.stored} of ${influx.load.totalReadings} readings countable afterwards; influxd ${influx.load.watched.influx!.toFixed(2)} cores, generator ${influx.load.cpu.toFixed(2)}, others ${influx.load.others.toFixed(2)}; p99 ${influx.load.latency.p99.toFixed(1)} ms`,
+          statsOf(influx.load, 204))] : []),
         line(NAME, 'server CPU per reading via API, µs (target ≤ 5)', cpuPerReading, undefined, 'µs', undefined, 'target',
           `server ${load.watched.server!.toFixed(2)} cores at ${load.readingsPerSecond.toFixed(0)} readings/s (closed loop, ${run.lanes} devices × ${run.perRequest}/request)`, loadStats),
         line(NAME, `ack latency p99 at ${rate} req/s (½ max, open loop), ms (batching chosen for < 100)`, half.latency.p99, undefined, 'ms', undefined, 'target',
@@ -96,7 +104,7 @@ export const ingestQuestdb: Scenario = async (ctx) => {
       ],
       details: {
         table, lanes: run.lanes, readingsPerRequest: run.perRequest, settings: ingestSettings(), load, half, stored, acknowledged, verified,
-        visibleAfterMs: visible.waitedMs, walTxn: stats.walTxn, meanBatch, client, raw, peakRssMiB: run.peakRssMiB, readingsPerSecond: load.readingsPerSecond,
+        visibleAfterMs: visible.waitedMs, walTxn: stats.walTxn, meanBatch, client, raw, influx, peakRssMiB: run.peakRssMiB, readingsPerSecond: load.readingsPerSecond,
       },
     }
   } finally {
@@ -104,5 +112,28 @@ export const ingestQuestdb: Scenario = async (ctx) => {
     await dropTable(table)
     await database.drop()
     await cleanRedis(env.REDIS_PREFIX!)
+  }
+}
+
+/** The same closed loop (devices, batches, timestamps) against a private InfluxDB's /write; undefined when absent. */
+async function influxPeer(ctx: Parameters<Scenario>[0], run: IngestRun): Promise<{ load: LoadResult; stored: number } | undefined> {
+  if (!INFLUXD) {
+    ctx.log(`${NAME}: the InfluxDB peer is skipped: influxd is not installed (apt-get install influxdb)`)
+    return undefined
+  }
+  const influx = await startInflux()
+  try {
+    ctx.log(`${NAME}: the same load against InfluxDB's /write (line protocol)…`)
+    const load = await runLoad({
+      url: influx.writeUrl, method: 'POST', lanes: run.lanes, mode: 'closed',
+      warmupMs: ctx.warmupSeconds * 1000, durationMs: ctx.seconds * 1000, drainMs: 20_000,
+      body: { kind: 'line-protocol', perRequest: run.perRequest, channels: CHANNELS, tsBase: run.tsBase },
+      // Labels, not keys: InfluxDB runs without authentication here; the device tag is the lane's key number.
+      keys: run.keys.map((_, i) => String(i)), auth: 'none', countAccepted: false,
+    }, ctx.generators, { influx: () => [influx.pid] })
+    check(load, 204)
+    return { load, stored: await influx.count() }
+  } finally {
+    await influx.close()
   }
 }
