@@ -68,7 +68,7 @@ export interface Config {
 
 export interface IngestLogConfig {
   readonly servers: readonly string[]
-  /** The JetStream stream; its subjects are `<subjectPrefix>.<account id>.<device id>`. */
+  /** The JetStream stream; its subjects are `<subjectPrefix>.<account id>` (codec.ts says why not per device). */
   readonly stream: string
   readonly subjectPrefix: string
   /** Copies of each message: 1 on one server, 3 in a cluster (survives the loss of one node). */

@@ -11,7 +11,7 @@ export function createMetrics() {
     ingestFlushReadings: registry.histogram('hrs_ingest_flush_readings', 'Readings per write to the readings store (group commit).', [], SIZE_BUCKETS),
     ingestFlushDuration: registry.histogram('hrs_ingest_flush_duration_seconds', 'Time one write to the readings store took.', ['outcome'], LATENCY_BUCKETS),
     ingestStoreErrors: registry.counter('hrs_ingest_store_errors_total', 'Writes to the readings store that failed or timed out (their requests were answered 503).'),
-    ingestLogPublished: registry.counter('hrs_ingest_log_published_messages_total', 'Messages this process published to the ingest log (one per device per group commit).'),
+    ingestLogPublished: registry.counter('hrs_ingest_log_published_messages_total', 'Messages this process published to the ingest log (one per account per group commit).'),
     ingestLogWriterBatches: registry.counter('hrs_ingest_log_writer_batches_total', 'Batches this process\'s writer took from the ingest log, by outcome (stored, or failed and left for redelivery).', ['outcome']),
     ingestLogLag: registry.histogram('hrs_ingest_log_lag_seconds', 'From the log\'s acknowledgement of a message to its readings being stored (visible to queries), per message written by this process.', [], LATENCY_BUCKETS),
     webhookAttempts: registry.counter('hrs_webhook_attempts_total', 'Webhook delivery attempts made by this process, by outcome.', ['outcome']),

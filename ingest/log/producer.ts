@@ -1,4 +1,4 @@
-// The batcher's sink when the ingest log is on: each group commit becomes one message per device, and the batch is
+// The batcher's sink when the ingest log is on: each group commit becomes one message per account, and the batch is
 // stored once JetStream has acknowledged every one of them. A message the log refused or did not acknowledge in
 // time fails the batch (503, the devices retry); one it did store is written by a writer all the same, and the
 // retry adds nothing (readings are unique on device, channel and ts).
