@@ -27,6 +27,7 @@ export interface WriterOptions {
 
 /** After a failed store write, its messages come back this much later. */
 const RETRY_DELAY_MS = 1_000
+const ERROR_LOG_INTERVAL_MS = 10_000
 /** A message this writer cannot decode comes back this much later (to this writer or another). */
 const UNDECODABLE_DELAY_MS = 60_000
 
@@ -40,6 +41,9 @@ export class LogWriter {
   private loop: Promise<void> | undefined
   /** Whether the last store write failed, and how long the last stored message took from the log to the store. */
   private failing = false
+  /** Failed writes are logged once, then at most every ERROR_LOG_INTERVAL_MS with how many failed meanwhile. */
+  private lastErrorLogAt = 0
+  private unloggedFailures = 0
   private lastLagMs = 0
 
   constructor(
@@ -111,7 +115,14 @@ export class LogWriter {
     } catch (error) {
       this.failing = true
       this.deps.metrics.ingestLogWriterBatches.inc(['failed'])
-      this.deps.log.error('ingest log writer: readings store write failed; messages will be redelivered', { messages: batch.length, readings: readings.length, store: this.store.kind, error: String(error) })
+      // While the store is down every batch fails, many times a second: one line now and then says so.
+      if (Date.now() - this.lastErrorLogAt >= ERROR_LOG_INTERVAL_MS) {
+        this.deps.log.error('ingest log writer: readings store write failed; messages will be redelivered', { messages: batch.length, readings: readings.length, store: this.store.kind, failed_since_last_line: this.unloggedFailures, error: String(error) })
+        this.lastErrorLogAt = Date.now()
+        this.unloggedFailures = 0
+      } else {
+        this.unloggedFailures++
+      }
       for (const { message } of batch) message.nak(RETRY_DELAY_MS)
       return
     } finally {

@@ -58,7 +58,7 @@ describe.skipIf(!runnable)('the ingest log in a cluster', () => {
     const env = serverEnv(nats, 'CLUSTER', { INGEST_LOG_REPLICAS: '3' })
     // One after another: the first migrates and creates the stream, the others find it.
     const servers: Child[] = []
-    for (let i = 0; i < 3; i++) { const s = await startServer(env, 30_000); servers.push(s); children.push(s) }
+    for (let i = 0; i < 3; i++) { const s = await startServer(env); servers.push(s); children.push(s) }
     const fleet = await devices(9)
     const acknowledged = new Map<string, number[]>(fleet.map((d) => [d.id, []]))
     const t0 = Date.now() - 3_600_000
@@ -124,7 +124,7 @@ describe.skipIf(!runnable)('the ingest log in a cluster', () => {
     deployments.push(nats)
     // The server only publishes; the writers run alone.
     const env = serverEnv(nats, 'WRITERS')
-    const server = await startServer({ ...env, INGEST_LOG_WRITER: '0' }, 30_000)
+    const server = await startServer({ ...env, INGEST_LOG_WRITER: '0' })
     children.push(server)
     const [device] = await devices(1)
     const t0 = Date.now() - 7_200_000
