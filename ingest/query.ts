@@ -183,6 +183,7 @@ export function readingsRoutes(deps: { readings: ReadingsStore; cursors: CursorC
       query: Query,
       response: { 200: PageOf(ReadingRow) },
       detail: op({
+        operationId: 'queryReadings',
         summary: 'Query sensor readings',
         description: `Raw readings in time order (default: the last 24 hours); with \`interval\` and \`agg\` one row per bucket per series (\`fill\` adds the empty buckets); with \`latest=true\` the newest reading per series. As JSON, \`limit\` 1–${JSON_LIMIT.max} (default ${JSON_LIMIT.default}). As CSV (\`format=csv\` or \`Accept: text/csv\`): ${CSV_DESCRIPTION} Errors are problem+json whatever the format.`,
         tags: ['Environment'], scopes: ['environment:read'],

@@ -84,6 +84,7 @@ export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline)
       body: ReadingsBatch,
       response: { 202: Accepted },
       detail: op({
+        operationId: 'submitReadings',
         summary: 'Submit sensor readings',
         description: `A batch of at most ${MAX_READINGS_PER_BATCH} readings, each \`{ "channel": "t1", "value": 27.5, "ts": "2026-11-21T10:00:00.000Z" }\` (\`ts\` optional: RFC 3339 or epoch milliseconds, default the receive time, at most 5 minutes ahead). Answered 202 once the readings are durable: in the readings store, or, where the service runs with its ingest log (\`INGEST_LOG\`, NATS JetStream), in the log, from which a writer stores them; they are then visible to \`GET /environment/readings\` once the writer has stored them (typically within a second; \`hrs_ingest_log_lag_seconds\` in /metrics). A log acknowledgement survives what the log's stream survives: with one replica, a restart of the NATS server (its disk is synced every 2 minutes unless it runs with \`sync_interval: always\`); with three replicas in a cluster, the loss of a node. A retried batch adds nothing (readings are unique on device, channel and ts). Readings on channels the device has no mapping for are kept with metric and environment null, and the device lists those channels as \`unmapped_channels\`.`,
         tags: ['Sensors'], auth: ['device'], errors: [422, 503],
@@ -92,7 +93,7 @@ export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline)
     .get('/sensors/ping', ({ request, query, set }) => ping(request, set, query, '/query'), {
       query: PingFields,
       response: { 204: t.Void({ description: 'Stored.' }) },
-      detail: op({ summary: 'Submit readings from constrained firmware', description: 'Channels and values in the query string: `?key=<device key>&t1=27.5&h1=61`.', tags: ['Sensors'], auth: ['device'], errors: [422, 503], keyParam: 'key' }),
+      detail: op({ operationId: 'submitPing', summary: 'Submit readings from constrained firmware', description: 'Channels and values in the query string: `?key=<device key>&t1=27.5&h1=61`.', tags: ['Sensors'], auth: ['device'], errors: [422, 503], keyParam: 'key' }),
     })
     .post('/sensors/ping', async ({ request, query, body, set }) => {
       const fields = { ...query, ...(body ?? {}) } as Record<string, unknown>
@@ -105,6 +106,7 @@ export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline)
       body: t.Optional(PingBody),
       response: { 204: t.Void({ description: 'Stored.' }) },
       detail: op({
+        operationId: 'submitPingForm',
         summary: 'Submit readings from constrained firmware', description: 'The same fields as the GET, as a form or JSON body (or in the query string). The device key may be the body\'s `key` field; OpenAPI has no security scheme for that, hence the empty requirement among the alternatives (a request with no key anywhere is a 401).',
         tags: ['Sensors'], auth: ['device'], errors: [422, 503], keyParam: 'key', keyInBody: true, accepts: ['application/x-www-form-urlencoded', 'application/json'],
       }),

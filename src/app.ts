@@ -153,7 +153,7 @@ export function createApp(deps: Deps) {
     .use(webhooksModule(deps))
     .get(`${API_PREFIX}/openapi.json`, () => publishedDocument(), {
       response: { 200: t.Record(t.String(), t.Unknown(), { description: 'OpenAPI 3.1 document.' }) },
-      detail: op({ summary: 'This OpenAPI 3.1 document', tags: ['Platform'], auth: 'public' }),
+      detail: op({ operationId: 'getOpenApiDocument', summary: 'This OpenAPI 3.1 document', tags: ['Platform'], auth: 'public' }),
     })
     .use(docsPage())
     .use(consoleModule(deps))

@@ -1,4 +1,5 @@
 // Activity types and the typed `details` each one carries (reference data; ids are readable slugs).
+import { Type } from '@sinclair/typebox'
 import { t, type TSchema } from 'elysia'
 
 export interface ActivityTypeRecord {
@@ -10,6 +11,9 @@ export interface ActivityTypeRecord {
 }
 
 const strict = { additionalProperties: false } as const
+// Plain JSON numbers: Elysia's t.Integer and t.Number also take number strings ("5"), which were stored as strings.
+const Integer = Type.Integer
+const JsonNumber = Type.Number
 
 export const ACTIVITY_TYPES: readonly ActivityTypeRecord[] = [
   {
@@ -32,7 +36,7 @@ export const ACTIVITY_TYPES: readonly ActivityTypeRecord[] = [
     details: t.Object({
       prey: t.String({ minLength: 1, maxLength: 100, description: 'e.g. mouse, rat, cricket, dubia roach, salad.' }),
       size: t.Optional(t.String({ maxLength: 50, description: 'e.g. pinky, fuzzy, adult, small.' })),
-      count: t.Integer({ minimum: 1, maximum: 1000 }),
+      count: Integer({ minimum: 1, maximum: 1000 }),
       state: t.Optional(t.Union([t.Literal('live'), t.Literal('pre_killed'), t.Literal('frozen_thawed')])),
       accepted: t.Boolean({ description: 'Whether the animal ate.' }),
     }, strict),
@@ -40,14 +44,14 @@ export const ACTIVITY_TYPES: readonly ActivityTypeRecord[] = [
   {
     id: 'handling', name: 'Handling', description: 'A handling session.',
     details: t.Object({
-      minutes: t.Optional(t.Integer({ minimum: 0, maximum: 1440 })),
+      minutes: t.Optional(Integer({ minimum: 0, maximum: 1440 })),
       temperament: t.Optional(t.Union([t.Literal('calm'), t.Literal('nervous'), t.Literal('defensive'), t.Literal('aggressive')])),
     }, strict),
   },
   {
     id: 'length', name: 'Length', description: 'A length measurement.',
     details: t.Object({
-      millimetres: t.Number({ exclusiveMinimum: 0, maximum: 10_000 }),
+      millimetres: JsonNumber({ exclusiveMinimum: 0, maximum: 10_000 }),
       method: t.Optional(t.Union([t.Literal('snout_vent'), t.Literal('total'), t.Literal('carapace')])),
     }, strict),
   },
@@ -55,7 +59,7 @@ export const ACTIVITY_TYPES: readonly ActivityTypeRecord[] = [
     id: 'medication', name: 'Medication', description: 'A dose given.',
     details: t.Object({
       drug: t.String({ minLength: 1, maxLength: 100 }),
-      dose: t.Number({ exclusiveMinimum: 0 }),
+      dose: JsonNumber({ exclusiveMinimum: 0 }),
       unit: t.Union([t.Literal('mg'), t.Literal('ml'), t.Literal('mg/kg'), t.Literal('iu')]),
       route: t.Optional(t.Union([t.Literal('oral'), t.Literal('injection'), t.Literal('topical'), t.Literal('bath')])),
       condition_id: t.Optional(t.String({ description: 'The medical condition treated (`cnd_…`).' })),
@@ -75,6 +79,6 @@ export const ACTIVITY_TYPES: readonly ActivityTypeRecord[] = [
   },
   {
     id: 'weight', name: 'Weight', description: "A weighing; updates the animal's latest weight.",
-    details: t.Object({ grams: t.Number({ exclusiveMinimum: 0, maximum: 1_000_000 }) }, strict),
+    details: t.Object({ grams: JsonNumber({ exclusiveMinimum: 0, maximum: 1_000_000 }) }, strict),
   },
 ]

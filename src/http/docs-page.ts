@@ -52,7 +52,7 @@ export function docsPage() {
       return PAGE
     }, {
       response: { 200: t.String({ description: 'HTML page rendering this document (Swagger UI, served by this service; nothing loads from elsewhere).' }) },
-      detail: op({ summary: 'Browsable API reference', tags: ['Platform'], auth: 'public' }),
+      detail: op({ operationId: 'getDocsPage', summary: 'Browsable API reference', tags: ['Platform'], auth: 'public' }),
     })
     .get(`${ASSETS_PATH}/:file`, ({ params, set }) => {
       const asset = Object.hasOwn(ASSETS, params.file) ? ASSETS[params.file]! : undefined
@@ -62,6 +62,6 @@ export function docsPage() {
       return asset.body()
     }, {
       params: t.Object({ file: t.String() }),
-      detail: op({ summary: 'Files of the reference page', tags: ['Platform'], auth: 'public', hide: true }),
+      detail: op({ operationId: 'getDocsAsset', summary: 'Files of the reference page', tags: ['Platform'], auth: 'public', hide: true }),
     })
 }

@@ -81,13 +81,24 @@ function queryFieldOf(requestUrl: string, value: unknown, schema: Schema): strin
 /** Field errors for an Elysia validation error on `part` (body, query, header) of the request at `requestUrl`. */
 export function fieldErrors(error: any, part: '/body' | '/query' | '/header', requestUrl: string): FieldError[] {
   const all: any[] = Array.isArray(error?.all) ? error.all : []
+  const located = all.map((e) => {
+    const path: string = e.path ?? ''
+    return path === '' && error?.type === 'property' && part === '/query' ? { ...e, path: queryFieldOf(requestUrl, e.value, e.schema ?? {}) ?? '' } : e
+  })
+  const list = schemaErrors(located, part)
+  return list.length ? list : [{ path: part, message: String(error?.message ?? 'is invalid') }]
+}
+
+/**
+ * TypeBox's errors for a value (a whole body, or a part checked on its own like an activity's `details`) as field
+ * errors at `prefix` + each error's path: one per field, saying what it must be.
+ */
+export function schemaErrors(errors: Iterable<{ path?: string; type: number; schema: Schema }>, prefix: string): FieldError[] {
   const byPath = new Map<string, string>()
-  for (const e of all) {
-    let path: string = e.path ?? ''
-    if (path === '' && error?.type === 'property' && part === '/query') path = queryFieldOf(requestUrl, e.value, e.schema ?? {}) ?? ''
+  for (const e of errors) {
+    const path = e.path ?? ''
     // One problem, one error: a missing field is reported as missing, not also as the wrong type.
     if (!byPath.has(path)) byPath.set(path, messageOf(e))
   }
-  const list = [...byPath].map(([path, message]) => ({ path: `${part}${path}`, message }))
-  return list.length ? list : [{ path: part, message: String(error?.message ?? 'is invalid') }]
+  return [...byPath].map(([path, message]) => ({ path: `${prefix}${path}`, message }))
 }

@@ -5,6 +5,8 @@ import type { Scope } from '../auth/scopes.ts'
 export type KeyKind = 'personal' | 'device'
 
 export interface OperationOptions {
+  /** The operation's stable name in the document and in generated clients: camelCase, verb first (listAnimals). */
+  operationId: string
   summary: string
   description?: string
   tags: string[]
@@ -82,6 +84,7 @@ export function op(options: OperationOptions) {
   if (options.keyParam) security.push({ [DEVICE_KEY_QUERY_SCHEME]: [] })
   if (options.keyInBody) security.push({})
   return {
+    operationId: options.operationId,
     summary: options.summary,
     ...(options.description ? { description: options.description } : {}),
     tags: options.tags,

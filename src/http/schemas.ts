@@ -1,5 +1,5 @@
 // Schemas shared by many routes: the problem body and the list envelope.
-import { Type, type IntegerOptions } from '@sinclair/typebox'
+import { Type, type IntegerOptions, type NumberOptions } from '@sinclair/typebox'
 import { t, type TSchema } from 'elysia'
 
 /**
@@ -8,6 +8,11 @@ import { t, type TSchema } from 'elysia'
  * with one field by field, through TypeBox's interpreter, on every request. Hot-path responses use this.
  */
 export const JsonInteger = (options?: IntegerOptions) => Type.Integer(options)
+/**
+ * A number inside a JSON document. Request bodies use JsonInteger and JsonNumber, never Elysia's t.Integer and
+ * t.Number: those take "5" for 5, so a body's number string was stored as a string (issue 24).
+ */
+export const JsonNumber = (options?: NumberOptions) => Type.Number(options)
 
 export const Problem = t.Object({
   type: t.String({ format: 'uri' }),

@@ -32,6 +32,9 @@ export interface ReadOnlyArea {
 
 export const defineArea = (area: ReadOnlyArea) => area
 
+/** `breeding-records` → `listBreedingRecords`: the operationId of an area's list. */
+const listOperationId = (name: string) => `list${name.split('-').map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}`
+
 /** GET routes for read-only areas; their paths have no other methods, so writes get 405 from the pipeline. */
 export function readOnlyRoutes(deps: Deps, areas: readonly ReadOnlyArea[]) {
   const app = new Elysia({ prefix: API_PREFIX })
@@ -44,7 +47,7 @@ export function readOnlyRoutes(deps: Deps, areas: readonly ReadOnlyArea[]) {
     }, {
       query: t.Object({ ...pageQuery(), ...area.filters }),
       response: { 200: PageOf(area.item) },
-      detail: op({ summary: area.summary, description: `${area.description} Newest first. Read-only in v1: writes answer 405.`, tags: [area.tag], scopes: [area.scope] }),
+      detail: op({ operationId: listOperationId(area.name), summary: area.summary, description: `${area.description} Newest first. Read-only in v1: writes answer 405.`, tags: [area.tag], scopes: [area.scope] }),
     })
   }
   return app

@@ -17,7 +17,7 @@ export interface paths {
          * What an error code means
          * @description Every problem's `type` is this URL for its `code`, absolute on the service's configured public URL (`PUBLIC_URL`); request headers (Host, X-Forwarded-*) never choose it. Public. Answers HTML to a browser (`Accept: text/html`), this JSON otherwise.
          */
-        get: operations["getApiV1ErrorsByCode"];
+        get: operations["getErrorType"];
         put?: never;
         post?: never;
         delete?: never;
@@ -37,7 +37,7 @@ export interface paths {
          * API status
          * @description Public. Reports `limited` while access is restricted.
          */
-        get: operations["getApiV1Status"];
+        get: operations["getStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -54,7 +54,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness: the process answers */
-        get: operations["getHealthz"];
+        get: operations["checkLiveness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -74,7 +74,7 @@ export interface paths {
          * Readiness: the backends requests need answer
          * @description `checks` names each configured backend and whether it answered its last probe within 2 s (probes run in the background, at most every half second, so this answers at once even while a backend hangs). 503 when the database (or the embedded store) is down. Redis only accelerates: while it is down the answer is 200 `degraded` and the service runs on in-process stand-ins, with these differences: rate limits count per process; Idempotency-Key locks are per process (the database still refuses a second write for the same key, so a retry never writes twice); a key revocation or device change reaches other processes within `KEY_CACHE_TTL_MS` (default 60 s) instead of at once. The service returns to Redis by itself within a second of it answering again.
          */
-        get: operations["getReadyz"];
+        get: operations["checkReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -111,7 +111,7 @@ export interface paths {
             cookie?: never;
         };
         /** The account behind the key, the scopes it holds and its rate limits */
-        get: operations["getApiV1Me"];
+        get: operations["getMe"];
         put?: never;
         post?: never;
         delete?: never;
@@ -128,7 +128,7 @@ export interface paths {
             cookie?: never;
         };
         /** List species reference data */
-        get: operations["getApiV1Species"];
+        get: operations["listSpecies"];
         put?: never;
         post?: never;
         delete?: never;
@@ -145,7 +145,7 @@ export interface paths {
             cookie?: never;
         };
         /** List activity types and the details each carries */
-        get: operations["getApiV1Activity-types"];
+        get: operations["listActivityTypes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -162,7 +162,7 @@ export interface paths {
             cookie?: never;
         };
         /** List available metrics */
-        get: operations["getApiV1EnvironmentMetrics"];
+        get: operations["listMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -179,7 +179,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the species present in this account, with counts */
-        get: operations["getApiV1Animal-types"];
+        get: operations["listAnimalTypes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -199,10 +199,10 @@ export interface paths {
          * List animals
          * @description Newest first. Deleted animals are not listed.
          */
-        get: operations["getApiV1Animals"];
+        get: operations["listAnimals"];
         put?: never;
         /** Create an animal */
-        post: operations["postApiV1Animals"];
+        post: operations["createAnimal"];
         delete?: never;
         options?: never;
         head?: never;
@@ -217,18 +217,18 @@ export interface paths {
             cookie?: never;
         };
         /** Get an animal */
-        get: operations["getApiV1AnimalsById"];
+        get: operations["getAnimal"];
         put?: never;
         post?: never;
         /**
          * Delete an animal
          * @description A soft delete: the animal is gone from the API but kept in storage.
          */
-        delete: operations["deleteApiV1AnimalsById"];
+        delete: operations["deleteAnimal"];
         options?: never;
         head?: never;
         /** Update an animal (JSON merge patch) */
-        patch: operations["patchApiV1AnimalsById"];
+        patch: operations["updateAnimal"];
         trace?: never;
     };
     "/api/v1/activities": {
@@ -242,13 +242,13 @@ export interface paths {
          * List activities
          * @description Newest occurrence first.
          */
-        get: operations["getApiV1Activities"];
+        get: operations["listActivities"];
         put?: never;
         /**
          * Record an activity
          * @description A weight activity also updates the animal's latest weight (when it is the newest weighing).
          */
-        post: operations["postApiV1Activities"];
+        post: operations["createActivity"];
         delete?: never;
         options?: never;
         head?: never;
@@ -266,7 +266,7 @@ export interface paths {
          * List clutches
          * @description Eggs laid, their incubation and how many hatched. Newest first. Read-only in v1: writes answer 405.
          */
-        get: operations["getApiV1BreedingClutches"];
+        get: operations["listClutches"];
         put?: never;
         post?: never;
         delete?: never;
@@ -286,7 +286,7 @@ export interface paths {
          * List breeding records
          * @description Pairings: who was put with whom, in which season, and how it went. Newest first. Read-only in v1: writes answer 405.
          */
-        get: operations["getApiV1BreedingRecords"];
+        get: operations["listBreedingRecords"];
         put?: never;
         post?: never;
         delete?: never;
@@ -306,7 +306,7 @@ export interface paths {
          * List diagnosed conditions
          * @description Diagnoses per animal, with severity, treatment and outcome. Newest first. Read-only in v1: writes answer 405.
          */
-        get: operations["getApiV1MedicalConditions"];
+        get: operations["listConditions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -326,7 +326,7 @@ export interface paths {
          * List environments
          * @description Enclosures, racks, rooms and incubators where animals live; sensor channels map onto them. Newest first. Read-only in v1: writes answer 405.
          */
-        get: operations["getApiV1EnvironmentEnvironments"];
+        get: operations["listEnvironments"];
         put?: never;
         post?: never;
         delete?: never;
@@ -346,7 +346,7 @@ export interface paths {
          * List documents
          * @description Vet reports, permits, receipts, pedigrees and other files kept with the records (upload is not part of v1). Newest first. Read-only in v1: writes answer 405.
          */
-        get: operations["getApiV1Documents"];
+        get: operations["listDocuments"];
         put?: never;
         post?: never;
         delete?: never;
@@ -366,7 +366,7 @@ export interface paths {
          * List contacts
          * @description Customers, suppliers, vets and fellow breeders. Newest first. Read-only in v1: writes answer 405.
          */
-        get: operations["getApiV1Contacts"];
+        get: operations["listContacts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -386,7 +386,7 @@ export interface paths {
          * List invoices
          * @description Sales invoices with their lines; amounts in minor units. Newest first. Read-only in v1: writes answer 405.
          */
-        get: operations["getApiV1SalesInvoices"];
+        get: operations["listInvoices"];
         put?: never;
         post?: never;
         delete?: never;
@@ -403,13 +403,13 @@ export interface paths {
             cookie?: never;
         };
         /** List sensor devices */
-        get: operations["getApiV1SensorsDevices"];
+        get: operations["listDevices"];
         put?: never;
         /**
          * Register a sensor device
          * @description Returns the device and its key (shown once). With `claim_code`, completes a headless pairing instead. Wrong codes are limited to 10 per 15 minutes per account (429).
          */
-        post: operations["postApiV1SensorsDevices"];
+        post: operations["createDevice"];
         delete?: never;
         options?: never;
         head?: never;
@@ -427,18 +427,18 @@ export interface paths {
          * Get a device and its channel configuration
          * @description A device key may read its own device.
          */
-        get: operations["getApiV1SensorsDevicesById"];
+        get: operations["getDevice"];
         put?: never;
         post?: never;
         /**
          * Delete a device
          * @description Revokes its key in every server process. Its readings are kept.
          */
-        delete: operations["deleteApiV1SensorsDevicesById"];
+        delete: operations["deleteDevice"];
         options?: never;
         head?: never;
         /** Update a device */
-        patch: operations["patchApiV1SensorsDevicesById"];
+        patch: operations["updateDevice"];
         trace?: never;
     };
     "/api/v1/sensors/claim/start": {
@@ -454,7 +454,7 @@ export interface paths {
          * Start pairing a headless device
          * @description No key needed. Limited to 10 claims per minute per client address. `verification_uri` is on the service's configured public URL (`PUBLIC_URL`), never on the request's Host or X-Forwarded-* headers, so a caller cannot make a device send its owner elsewhere.
          */
-        post: operations["postApiV1SensorsClaimStart"];
+        post: operations["startDeviceClaim"];
         delete?: never;
         options?: never;
         head?: never;
@@ -472,7 +472,7 @@ export interface paths {
          * Poll for a pairing result
          * @description No key needed. Poll every 5 s; the first poll after the owner claims the device carries its key.
          */
-        get: operations["getApiV1SensorsClaimStatus"];
+        get: operations["getDeviceClaim"];
         put?: never;
         post?: never;
         delete?: never;
@@ -494,7 +494,7 @@ export interface paths {
          * Submit sensor readings
          * @description A batch of at most 5000 readings, each `{ "channel": "t1", "value": 27.5, "ts": "2026-11-21T10:00:00.000Z" }` (`ts` optional: RFC 3339 or epoch milliseconds, default the receive time, at most 5 minutes ahead). Answered 202 once the readings are durable: in the readings store, or, where the service runs with its ingest log (`INGEST_LOG`, NATS JetStream), in the log, from which a writer stores them; they are then visible to `GET /environment/readings` once the writer has stored them (typically within a second; `hrs_ingest_log_lag_seconds` in /metrics). A log acknowledgement survives what the log's stream survives: with one replica, a restart of the NATS server (its disk is synced every 2 minutes unless it runs with `sync_interval: always`); with three replicas in a cluster, the loss of a node. A retried batch adds nothing (readings are unique on device, channel and ts). Readings on channels the device has no mapping for are kept with metric and environment null, and the device lists those channels as `unmapped_channels`.
          */
-        post: operations["postApiV1SensorsReadings"];
+        post: operations["submitReadings"];
         delete?: never;
         options?: never;
         head?: never;
@@ -512,13 +512,13 @@ export interface paths {
          * Submit readings from constrained firmware
          * @description Channels and values in the query string: `?key=<device key>&t1=27.5&h1=61`.
          */
-        get: operations["getApiV1SensorsPing"];
+        get: operations["submitPing"];
         put?: never;
         /**
          * Submit readings from constrained firmware
          * @description The same fields as the GET, as a form or JSON body (or in the query string). The device key may be the body's `key` field; OpenAPI has no security scheme for that, hence the empty requirement among the alternatives (a request with no key anywhere is a 401).
          */
-        post: operations["postApiV1SensorsPing"];
+        post: operations["submitPingForm"];
         delete?: never;
         options?: never;
         head?: never;
@@ -545,7 +545,7 @@ export interface paths {
          *     files follow on without gaps or repeats. A stream that breaks off (the store failed mid-file) ends without the chunked terminator, so the
          *     client sees a transfer error rather than a short file. Errors are problem+json whatever the format.
          */
-        get: operations["getApiV1EnvironmentReadings"];
+        get: operations["queryReadings"];
         put?: never;
         post?: never;
         delete?: never;
@@ -565,10 +565,10 @@ export interface paths {
          * List alert rules
          * @description Newest first. Deleted rules are not listed.
          */
-        get: operations["getApiV1EnvironmentAlert-rules"];
+        get: operations["listAlertRules"];
         put?: never;
         /** Create an alert rule */
-        post: operations["postApiV1EnvironmentAlert-rules"];
+        post: operations["createAlertRule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -583,18 +583,18 @@ export interface paths {
             cookie?: never;
         };
         /** Get an alert rule */
-        get: operations["getApiV1EnvironmentAlert-rulesById"];
+        get: operations["getAlertRule"];
         put?: never;
         post?: never;
         /**
          * Delete an alert rule
          * @description Its open alerts close (`resolved_reason: rule_deleted`); its alerts stay listed.
          */
-        delete: operations["deleteApiV1EnvironmentAlert-rulesById"];
+        delete: operations["deleteAlertRule"];
         options?: never;
         head?: never;
         /** Update an alert rule (JSON merge patch) */
-        patch: operations["patchApiV1EnvironmentAlert-rulesById"];
+        patch: operations["updateAlertRule"];
         trace?: never;
     };
     "/api/v1/environment/alerts": {
@@ -608,7 +608,7 @@ export interface paths {
          * List alerts
          * @description Open and past alerts, newest first; `state=open` gives the ones open now, `updated_since` what changed since a sync.
          */
-        get: operations["getApiV1EnvironmentAlerts"];
+        get: operations["listAlerts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -625,7 +625,7 @@ export interface paths {
             cookie?: never;
         };
         /** Get an alert */
-        get: operations["getApiV1EnvironmentAlertsById"];
+        get: operations["getAlert"];
         put?: never;
         post?: never;
         delete?: never;
@@ -642,13 +642,13 @@ export interface paths {
             cookie?: never;
         };
         /** List webhook endpoints */
-        get: operations["getApiV1WebhooksEndpoints"];
+        get: operations["listWebhookEndpoints"];
         put?: never;
         /**
          * Create a webhook endpoint
          * @description Returns the signing secret, this once.
          */
-        post: operations["postApiV1WebhooksEndpoints"];
+        post: operations["createWebhookEndpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -666,18 +666,18 @@ export interface paths {
          * Get a webhook endpoint
          * @description With delivery counts and the latest attempts.
          */
-        get: operations["getApiV1WebhooksEndpointsById"];
+        get: operations["getWebhookEndpoint"];
         put?: never;
         post?: never;
         /** Delete a webhook endpoint */
-        delete: operations["deleteApiV1WebhooksEndpointsById"];
+        delete: operations["deleteWebhookEndpoint"];
         options?: never;
         head?: never;
         /**
          * Update a webhook endpoint
          * @description Setting status to enabled re-enables an endpoint the service disabled.
          */
-        patch: operations["patchApiV1WebhooksEndpointsById"];
+        patch: operations["updateWebhookEndpoint"];
         trace?: never;
     };
     "/api/v1/webhooks/endpoints/{id}/test": {
@@ -693,7 +693,7 @@ export interface paths {
          * Send a test event to a webhook endpoint
          * @description Queues a `webhook_endpoint.test` event for this endpoint alone (an addition to the v1 reference).
          */
-        post: operations["postApiV1WebhooksEndpointsByIdTest"];
+        post: operations["testWebhookEndpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -708,7 +708,7 @@ export interface paths {
             cookie?: never;
         };
         /** This OpenAPI 3.1 document */
-        get: operations["getApiV1Openapi.json"];
+        get: operations["getOpenApiDocument"];
         put?: never;
         post?: never;
         delete?: never;
@@ -725,7 +725,7 @@ export interface paths {
             cookie?: never;
         };
         /** Browsable API reference */
-        get: operations["getApiV1Docs"];
+        get: operations["getDocsPage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -919,6 +919,7 @@ export interface components {
             hysteresis: number;
             /** @description How long a series must stay out of range before the alert opens, in seconds (default 0: at once). */
             for_seconds: number;
+            /** @description A series with no reading for this many seconds is stale; null: not watched for silence. */
             stale_after_seconds: number | null;
             /**
              * Format: date-time
@@ -2024,7 +2025,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    getApiV1ErrorsByCode: {
+    getErrorType: {
         parameters: {
             query?: never;
             header?: never;
@@ -2050,7 +2051,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1Status: {
+    getStatus: {
         parameters: {
             query?: never;
             header?: never;
@@ -2080,7 +2081,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getHealthz: {
+    checkLiveness: {
         parameters: {
             query?: never;
             header?: never;
@@ -2106,7 +2107,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getReadyz: {
+    checkReadiness: {
         parameters: {
             query?: never;
             header?: never;
@@ -2161,7 +2162,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1Me: {
+    getMe: {
         parameters: {
             query?: never;
             header?: never;
@@ -2192,7 +2193,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1Species: {
+    listSpecies: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2235,7 +2236,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    "getApiV1Activity-types": {
+    listActivityTypes: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2275,7 +2276,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1EnvironmentMetrics: {
+    listMetrics: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2315,7 +2316,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    "getApiV1Animal-types": {
+    listAnimalTypes: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2355,7 +2356,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1Animals: {
+    listAnimals: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2404,7 +2405,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    postApiV1Animals: {
+    createAnimal: {
         parameters: {
             query?: never;
             header?: never;
@@ -2444,7 +2445,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1AnimalsById: {
+    getAnimal: {
         parameters: {
             query?: never;
             header?: never;
@@ -2479,7 +2480,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    deleteApiV1AnimalsById: {
+    deleteAnimal: {
         parameters: {
             query?: never;
             header?: {
@@ -2514,7 +2515,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    patchApiV1AnimalsById: {
+    updateAnimal: {
         parameters: {
             query?: never;
             header?: {
@@ -2562,7 +2563,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1Activities: {
+    listActivities: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2607,7 +2608,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    postApiV1Activities: {
+    createActivity: {
         parameters: {
             query?: never;
             header?: {
@@ -2650,7 +2651,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1BreedingClutches: {
+    listClutches: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2697,7 +2698,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1BreedingRecords: {
+    listBreedingRecords: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2742,7 +2743,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1MedicalConditions: {
+    listConditions: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2787,7 +2788,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1EnvironmentEnvironments: {
+    listEnvironments: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2831,7 +2832,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1Documents: {
+    listDocuments: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2875,7 +2876,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1Contacts: {
+    listContacts: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2919,7 +2920,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1SalesInvoices: {
+    listInvoices: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2964,7 +2965,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1SensorsDevices: {
+    listDevices: {
         parameters: {
             query?: {
                 limit?: number;
@@ -3006,7 +3007,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    postApiV1SensorsDevices: {
+    createDevice: {
         parameters: {
             query?: never;
             header?: never;
@@ -3046,7 +3047,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1SensorsDevicesById: {
+    getDevice: {
         parameters: {
             query?: never;
             header?: never;
@@ -3081,7 +3082,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    deleteApiV1SensorsDevicesById: {
+    deleteDevice: {
         parameters: {
             query?: never;
             header?: {
@@ -3116,7 +3117,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    patchApiV1SensorsDevicesById: {
+    updateDevice: {
         parameters: {
             query?: never;
             header?: {
@@ -3164,7 +3165,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    postApiV1SensorsClaimStart: {
+    startDeviceClaim: {
         parameters: {
             query?: never;
             header?: never;
@@ -3200,7 +3201,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1SensorsClaimStatus: {
+    getDeviceClaim: {
         parameters: {
             query: {
                 claim_id: string;
@@ -3227,7 +3228,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    postApiV1SensorsReadings: {
+    submitReadings: {
         parameters: {
             query?: never;
             header?: never;
@@ -3267,7 +3268,7 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
-    getApiV1SensorsPing: {
+    submitPing: {
         parameters: {
             query?: {
                 key?: string;
@@ -3302,7 +3303,7 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
-    postApiV1SensorsPing: {
+    submitPingForm: {
         parameters: {
             query?: {
                 key?: string;
@@ -3344,7 +3345,7 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
-    getApiV1EnvironmentReadings: {
+    queryReadings: {
         parameters: {
             query?: {
                 limit?: number;
@@ -3399,7 +3400,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    "getApiV1EnvironmentAlert-rules": {
+    listAlertRules: {
         parameters: {
             query?: {
                 limit?: number;
@@ -3443,7 +3444,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    "postApiV1EnvironmentAlert-rules": {
+    createAlertRule: {
         parameters: {
             query?: never;
             header?: {
@@ -3488,7 +3489,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    "getApiV1EnvironmentAlert-rulesById": {
+    getAlertRule: {
         parameters: {
             query?: never;
             header?: never;
@@ -3523,7 +3524,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    "deleteApiV1EnvironmentAlert-rulesById": {
+    deleteAlertRule: {
         parameters: {
             query?: never;
             header?: {
@@ -3558,7 +3559,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    "patchApiV1EnvironmentAlert-rulesById": {
+    updateAlertRule: {
         parameters: {
             query?: never;
             header?: {
@@ -3606,7 +3607,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1EnvironmentAlerts: {
+    listAlerts: {
         parameters: {
             query?: {
                 limit?: number;
@@ -3652,7 +3653,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1EnvironmentAlertsById: {
+    getAlert: {
         parameters: {
             query?: never;
             header?: never;
@@ -3686,7 +3687,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1WebhooksEndpoints: {
+    listWebhookEndpoints: {
         parameters: {
             query?: {
                 limit?: number;
@@ -3727,7 +3728,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    postApiV1WebhooksEndpoints: {
+    createWebhookEndpoint: {
         parameters: {
             query?: never;
             header?: never;
@@ -3766,7 +3767,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1WebhooksEndpointsById: {
+    getWebhookEndpoint: {
         parameters: {
             query?: never;
             header?: never;
@@ -3800,7 +3801,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    deleteApiV1WebhooksEndpointsById: {
+    deleteWebhookEndpoint: {
         parameters: {
             query?: never;
             header?: never;
@@ -3832,7 +3833,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    patchApiV1WebhooksEndpointsById: {
+    updateWebhookEndpoint: {
         parameters: {
             query?: never;
             header?: never;
@@ -3875,7 +3876,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    postApiV1WebhooksEndpointsByIdTest: {
+    testWebhookEndpoint: {
         parameters: {
             query?: never;
             header?: never;
@@ -3912,7 +3913,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    "getApiV1Openapi.json": {
+    getOpenApiDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -3937,7 +3938,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getApiV1Docs: {
+    getDocsPage: {
         parameters: {
             query?: never;
             header?: never;

@@ -64,6 +64,31 @@ describe('OpenAPI document', () => {
     }
   })
 
+  test('every operation has a readable operationId: unique, camelCase, verb first, and stable for the reference\'s operations', () => {
+    const ids = operations().map(({ op }) => op.operationId as string)
+    expect(ids.filter((id) => !/^[a-z]+[A-Z][A-Za-z0-9]*$/.test(id ?? ''))).toEqual([])
+    expect(ids.length - new Set(ids).size).toBe(0)
+    const byRoute = Object.fromEntries(operations().map(({ method, path, op }) => [`${method} ${path}`, op.operationId]))
+    // Generated clients name their methods after these: renaming one breaks every integrator's code.
+    expect(byRoute).toMatchObject({
+      'GET /api/v1/me': 'getMe', 'GET /api/v1/animals': 'listAnimals', 'POST /api/v1/animals': 'createAnimal',
+      'GET /api/v1/animals/{id}': 'getAnimal', 'PATCH /api/v1/animals/{id}': 'updateAnimal', 'DELETE /api/v1/animals/{id}': 'deleteAnimal',
+      'GET /api/v1/animal-types': 'listAnimalTypes', 'GET /api/v1/activity-types': 'listActivityTypes', 'GET /api/v1/species': 'listSpecies',
+      'GET /api/v1/activities': 'listActivities', 'POST /api/v1/activities': 'createActivity',
+      'GET /api/v1/breeding/records': 'listBreedingRecords', 'GET /api/v1/breeding/clutches': 'listClutches', 'GET /api/v1/medical/conditions': 'listConditions',
+      'GET /api/v1/contacts': 'listContacts', 'GET /api/v1/sales/invoices': 'listInvoices', 'GET /api/v1/documents': 'listDocuments',
+      'GET /api/v1/environment/environments': 'listEnvironments', 'GET /api/v1/environment/metrics': 'listMetrics', 'GET /api/v1/environment/readings': 'queryReadings',
+      'GET /api/v1/sensors/devices': 'listDevices', 'POST /api/v1/sensors/devices': 'createDevice', 'GET /api/v1/sensors/devices/{id}': 'getDevice',
+      'PATCH /api/v1/sensors/devices/{id}': 'updateDevice', 'DELETE /api/v1/sensors/devices/{id}': 'deleteDevice',
+      'POST /api/v1/sensors/readings': 'submitReadings', 'GET /api/v1/sensors/ping': 'submitPing', 'POST /api/v1/sensors/ping': 'submitPingForm',
+      'POST /api/v1/sensors/claim/start': 'startDeviceClaim', 'GET /api/v1/sensors/claim/status': 'getDeviceClaim',
+      'GET /api/v1/webhooks/endpoints': 'listWebhookEndpoints', 'POST /api/v1/webhooks/endpoints': 'createWebhookEndpoint',
+      'GET /api/v1/webhooks/endpoints/{id}': 'getWebhookEndpoint', 'PATCH /api/v1/webhooks/endpoints/{id}': 'updateWebhookEndpoint',
+      'DELETE /api/v1/webhooks/endpoints/{id}': 'deleteWebhookEndpoint', 'POST /api/v1/webhooks/endpoints/{id}/test': 'testWebhookEndpoint',
+      'GET /api/v1/status': 'getStatus', 'GET /api/v1/openapi.json': 'getOpenApiDocument',
+    })
+  })
+
   test('every request body is described by its schema, for each media type the route accepts', () => {
     const bodies = operations().filter(({ op }) => op.requestBody)
     expect(bodies.length).toBeGreaterThan(0)

@@ -39,7 +39,7 @@ describe('route-level deprecation', () => {
   })
 
   test('a sunset less than 90 days after deprecation is refused when the route is declared', () => {
-    expect(() => op({ summary: 'x', tags: [], deprecation: { since: new Date('2026-10-01'), sunset: new Date('2026-11-01'), link: 'https://x' } })).toThrow(/90 days/)
+    expect(() => op({ operationId: 'x', summary: 'x', tags: [], deprecation: { since: new Date('2026-10-01'), sunset: new Date('2026-11-01'), link: 'https://x' } })).toThrow(/90 days/)
   })
 })
 

@@ -12,8 +12,8 @@ const record = { id: 'rec_1', version: 7, secret: 'not shown' }
 const present = (row: typeof record) => ({ id: row.id })
 
 /** An app whose single route has `flags`; the route table's job (knowing the request's route) is done inline. */
-function appWith(flags: Partial<OperationOptions>, handler: (context: any) => unknown) {
-  const detail = op({ summary: 'test route', tags: ['Test'], auth: 'public', ...flags })
+function appWith(flags: Partial<Omit<OperationOptions, 'operationId'>>, handler: (context: any) => unknown) {
+  const detail = op({ operationId: 'testRoute', summary: 'test route', tags: ['Test'], auth: 'public', ...flags })
   const policy = detail[ROUTE_POLICY] as RoutePolicy
   return new Elysia()
     .onRequest(({ request }) => { requestState(request).route = { method: 'POST', path: '/thing', policy } })

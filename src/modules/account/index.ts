@@ -51,6 +51,6 @@ export function accountModule(deps: Deps) {
       }
     }, {
       response: { 200: MeBody },
-      detail: op({ summary: 'The account behind the key, the scopes it holds and its rate limits', tags: ['Account'] }),
+      detail: op({ operationId: 'getMe', summary: 'The account behind the key, the scopes it holds and its rate limits', tags: ['Account'] }),
     })
 }

@@ -46,7 +46,7 @@ export function activitiesModule(deps: Deps) {
         updated_since: UpdatedSince,
       }),
       response: { 200: PageOf(Activity) },
-      detail: op({ summary: 'List activities', description: 'Newest occurrence first.', tags: ['Activities'], scopes: ['activities:read'] }),
+      detail: op({ operationId: 'listActivities', summary: 'List activities', description: 'Newest occurrence first.', tags: ['Activities'], scopes: ['activities:read'] }),
     })
     .post('/activities', (context) => {
       const { accountId } = principalOf(context.request)
@@ -56,6 +56,7 @@ export function activitiesModule(deps: Deps) {
       body: ActivityCreate,
       response: { 201: Activity },
       detail: op({
+        operationId: 'createActivity',
         summary: 'Record an activity', description: "A weight activity also updates the animal's latest weight (when it is the newest weighing).",
         tags: ['Activities'], scopes: ['activities:write'], errors: [409, 422], idempotent: true,
       }),

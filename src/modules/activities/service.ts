@@ -6,6 +6,7 @@ import { prepared } from '../../../db/prepared.ts'
 import { activities, animals } from '../../../db/schema/index.ts'
 import type { Deps } from '../../deps.ts'
 import { ApiError, type FieldError } from '../../http/errors.ts'
+import { schemaErrors } from '../../http/field-errors.ts'
 import { newId } from '../../ids.ts'
 import { atOrAfter, before, equals } from '../../records/filters.ts'
 import { listPage, type Bound } from '../../records/list.ts'
@@ -26,15 +27,7 @@ export interface ActivityInput { animal_id: string; type: string; occurred_at?: 
 function detailErrors(type: string, details: unknown): FieldError[] {
   const checker = detailCheckers.get(type)
   if (!checker) return [{ path: '/body/type', message: 'is not an activity type (see GET /activity-types)' }]
-  const seen = new Set<string>()
-  const errors: FieldError[] = []
-  for (const error of checker.Errors(details)) {
-    const path = `/body/details${error.path}`
-    if (seen.has(path)) continue
-    seen.add(path)
-    errors.push({ path, message: error.message })
-  }
-  return errors
+  return schemaErrors(checker.Errors(details), '/body/details')
 }
 
 const p = sql.placeholder

@@ -9,7 +9,7 @@ import { versioned } from '../../http/declared-response.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
-import { PageOf, pageQuery } from '../../http/schemas.ts'
+import { JsonInteger, JsonNumber, PageOf, pageQuery } from '../../http/schemas.ts'
 import { isId } from '../../ids.ts'
 import { IdOf, Instant, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
 import { presentAlert } from './rows.ts'
@@ -43,12 +43,12 @@ long a series has been out of range so far (with several processes, each judges 
 stored). Before calling a series stale a process asks the readings store, so a series whose readings another
 process stored is not called stale. An account may hold ${MAX_RULES_PER_ACCOUNT} rules.`
 
-const Seconds = (description: string, minimum: number) => t.Integer({ minimum, maximum: 7 * 86_400, description })
+const Seconds = (description: string, minimum: number) => JsonInteger({ minimum, maximum: 7 * 86_400, description })
 const Name = t.String({ minLength: 1, maxLength: 100 })
 const Channel = t.String({ minLength: 1, maxLength: 32, description: 'A channel key of the device (with `device_id`).' })
 const Metric = t.String({ minLength: 1, maxLength: 50, description: 'A `/environment/metrics` id: the metric the rule watches.', examples: ['temperature'] })
-const Limit = (which: string) => t.Number({ description: `Out of range ${which} this value.` })
-const Hysteresis = t.Number({ minimum: 0, description: 'How far back inside the range a reading must be to close an open threshold alert (default 0).' })
+const Limit = (which: string) => JsonNumber({ description: `Out of range ${which} this value.` })
+const Hysteresis = JsonNumber({ minimum: 0, description: 'How far back inside the range a reading must be to close an open threshold alert (default 0).' })
 const ForSeconds = Seconds('How long a series must stay out of range before the alert opens, in seconds (default 0: at once).', 0)
 const StaleAfter = Seconds('A series with no reading for this many seconds is stale; null: not watched for silence.', 60)
 
@@ -107,18 +107,18 @@ const Alert = t.Object({
   channel: t.String(),
   metric: t.String(),
   rule: t.Object({
-    id: IdOf('alertRule'), name: nullable(t.String()), min: nullable(t.Number()), max: nullable(t.Number()), hysteresis: t.Number(),
-    for_seconds: t.Integer(), stale_after_seconds: nullable(t.Integer()),
+    id: IdOf('alertRule'), name: nullable(t.String()), min: nullable(JsonNumber()), max: nullable(JsonNumber()), hysteresis: JsonNumber(),
+    for_seconds: JsonInteger(), stale_after_seconds: nullable(JsonInteger()),
   }, { description: 'The rule as it was when the alert opened.' }),
   triggered_at: Instant,
   window: t.Object({ from: Instant, to: Instant }, {
     description: 'threshold: from the first out-of-range reading to the one that opened the alert; stale: from the newest reading (or when watching began) to when the silence was noticed.',
   }),
   values: t.Object({
-    first: nullable(t.Number()), last: nullable(t.Number()), min: nullable(t.Number()), max: nullable(t.Number()), count: nullable(t.Integer()),
+    first: nullable(JsonNumber()), last: nullable(JsonNumber()), min: nullable(JsonNumber()), max: nullable(JsonNumber()), count: nullable(JsonInteger()),
   }, { description: 'The readings in the window (threshold); for stale only `last`, the newest value before the silence (null if none was seen).' }),
   resolved_at: nullable(Instant, 'The reading that closed it, or when the rule change closed it.'),
-  resolved_value: nullable(t.Number(), 'The value of the reading that closed it.'),
+  resolved_value: nullable(JsonNumber(), 'The value of the reading that closed it.'),
   resolved_reason: nullable(oneOf(ALERT_RESOLUTIONS), 'recovered: readings came back in range (or at all); rule_changed / rule_deleted: the rule stopped watching.'),
   created_at: Instant,
   updated_at: Instant,
@@ -143,7 +143,7 @@ export function alertsModule(deps: Deps) {
         updated_since: UpdatedSince,
       }),
       response: { 200: PageOf(AlertRule) },
-      detail: op({ summary: 'List alert rules', description: 'Newest first. Deleted rules are not listed.', tags: ['Alerts'], scopes: ['alerts:read'] }),
+      detail: op({ operationId: 'listAlertRules', summary: 'List alert rules', description: 'Newest first. Deleted rules are not listed.', tags: ['Alerts'], scopes: ['alerts:read'] }),
     })
     .post('/environment/alert-rules', async (context) => {
       const { accountId } = principalOf(context.request)
@@ -154,7 +154,7 @@ export function alertsModule(deps: Deps) {
       headers: IdempotencyHeaders,
       body: AlertRuleCreate,
       response: { 201: AlertRule },
-      detail: op({ summary: 'Create an alert rule', tags: ['Alerts'], etag: true, idempotent: true, scopes: ['alerts:write'], errors: [409, 422] }),
+      detail: op({ operationId: 'createAlertRule', summary: 'Create an alert rule', tags: ['Alerts'], etag: true, idempotent: true, scopes: ['alerts:write'], errors: [409, 422] }),
     })
     .get('/environment/alert-rules/:id', async ({ request, params, set }) => {
       const row = await getRule(deps.database.db, principalOf(request).accountId, ruleId(params.id))
@@ -163,7 +163,7 @@ export function alertsModule(deps: Deps) {
     }, {
       params: RuleIdParam,
       response: { 200: AlertRule },
-      detail: op({ summary: 'Get an alert rule', tags: ['Alerts'], etag: true, scopes: ['alerts:read'], errors: [404] }),
+      detail: op({ operationId: 'getAlertRule', summary: 'Get an alert rule', tags: ['Alerts'], etag: true, scopes: ['alerts:read'], errors: [404] }),
     })
     .patch('/environment/alert-rules/:id', async ({ request, params, body, headers, set }) => {
       const row = await updateRule(deps, principalOf(request).accountId, ruleId(params.id), body, headers['if-match'] ?? null)
@@ -174,6 +174,7 @@ export function alertsModule(deps: Deps) {
       body: AlertRulePatch,
       response: { 200: AlertRule },
       detail: op({
+        operationId: 'updateAlertRule',
         summary: 'Update an alert rule (JSON merge patch)', tags: ['Alerts'], etag: true, scopes: ['alerts:write'], errors: [404, 412, 422],
         accepts: ['application/merge-patch+json', 'application/json'],
       }),
@@ -185,7 +186,7 @@ export function alertsModule(deps: Deps) {
       params: RuleIdParam,
       headers: Preconditions,
       response: { 204: t.Void({ description: 'Deleted.' }) },
-      detail: op({ summary: 'Delete an alert rule', description: 'Its open alerts close (`resolved_reason: rule_deleted`); its alerts stay listed.', tags: ['Alerts'], etag: true, scopes: ['alerts:write'], errors: [404, 412] }),
+      detail: op({ operationId: 'deleteAlertRule', summary: 'Delete an alert rule', description: 'Its open alerts close (`resolved_reason: rule_deleted`); its alerts stay listed.', tags: ['Alerts'], etag: true, scopes: ['alerts:write'], errors: [404, 412] }),
     })
     .get('/environment/alerts', ({ request, query }) => listAlerts(deps, principalOf(request).accountId, query), {
       query: t.Object({
@@ -198,7 +199,7 @@ export function alertsModule(deps: Deps) {
         updated_since: UpdatedSince,
       }),
       response: { 200: PageOf(Alert) },
-      detail: op({ summary: 'List alerts', description: 'Open and past alerts, newest first; `state=open` gives the ones open now, `updated_since` what changed since a sync.', tags: ['Alerts'], scopes: ['alerts:read'] }),
+      detail: op({ operationId: 'listAlerts', summary: 'List alerts', description: 'Open and past alerts, newest first; `state=open` gives the ones open now, `updated_since` what changed since a sync.', tags: ['Alerts'], scopes: ['alerts:read'] }),
     })
     .get('/environment/alerts/:id', async ({ request, params }) => {
       const row = isId('alert', params.id) ? await getAlert(deps.database.db, principalOf(request).accountId, params.id) : undefined
@@ -207,6 +208,6 @@ export function alertsModule(deps: Deps) {
     }, {
       params: AlertIdParam,
       response: { 200: Alert },
-      detail: op({ summary: 'Get an alert', tags: ['Alerts'], scopes: ['alerts:read'], errors: [404] }),
+      detail: op({ operationId: 'getAlert', summary: 'Get an alert', tags: ['Alerts'], scopes: ['alerts:read'], errors: [404] }),
     })
 }

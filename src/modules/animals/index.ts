@@ -98,7 +98,7 @@ export function animalsModule(deps: Deps) {
     .get('/animal-types', ({ request, query }) => listAnimalTypes(deps, principalOf(request).accountId, query), {
       query: t.Object(pageQuery()),
       response: { 200: PageOf(AnimalType) },
-      detail: op({ summary: 'List the species present in this account, with counts', tags: ['Animals'], scopes: ['animals:read'] }),
+      detail: op({ operationId: 'listAnimalTypes', summary: 'List the species present in this account, with counts', tags: ['Animals'], scopes: ['animals:read'] }),
     })
     .get('/animals', ({ request, query: { species, ...query } }) => {
       if (species !== undefined && query.species_id !== undefined && species !== query.species_id) {
@@ -118,7 +118,7 @@ export function animalsModule(deps: Deps) {
         updated_since: UpdatedSince,
       }),
       response: { 200: PageOf(Animal) },
-      detail: op({ summary: 'List animals', description: 'Newest first. Deleted animals are not listed.', tags: ['Animals'], scopes: ['animals:read'] }),
+      detail: op({ operationId: 'listAnimals', summary: 'List animals', description: 'Newest first. Deleted animals are not listed.', tags: ['Animals'], scopes: ['animals:read'] }),
     })
     .post('/animals', async ({ request, body, set }) => {
       const row = await createAnimal(deps, principalOf(request).accountId, body)
@@ -127,7 +127,7 @@ export function animalsModule(deps: Deps) {
     }, {
       body: AnimalCreate,
       response: { 201: Animal },
-      detail: op({ summary: 'Create an animal', tags: ['Animals'], etag: true, scopes: ['animals:write'], errors: [422] }),
+      detail: op({ operationId: 'createAnimal', summary: 'Create an animal', tags: ['Animals'], etag: true, scopes: ['animals:write'], errors: [422] }),
     })
     .get('/animals/:id', async ({ request, params, set }) => {
       const row = await getAnimal(deps.database.db, principalOf(request).accountId, animalId(params.id))
@@ -136,7 +136,7 @@ export function animalsModule(deps: Deps) {
     }, {
       params: IdParam,
       response: { 200: Animal },
-      detail: op({ summary: 'Get an animal', tags: ['Animals'], etag: true, scopes: ['animals:read'], errors: [404] }),
+      detail: op({ operationId: 'getAnimal', summary: 'Get an animal', tags: ['Animals'], etag: true, scopes: ['animals:read'], errors: [404] }),
     })
     .patch('/animals/:id', async ({ request, params, body, headers, set }) => {
       const row = await updateAnimal(deps, principalOf(request).accountId, animalId(params.id), body, headers['if-match'] ?? null)
@@ -147,6 +147,7 @@ export function animalsModule(deps: Deps) {
       body: AnimalPatch,
       response: { 200: Animal },
       detail: op({
+        operationId: 'updateAnimal',
         summary: 'Update an animal (JSON merge patch)', tags: ['Animals'], etag: true, scopes: ['animals:write'], errors: [404, 412, 422],
         accepts: ['application/merge-patch+json', 'application/json'],
       }),
@@ -158,6 +159,6 @@ export function animalsModule(deps: Deps) {
       params: IdParam,
       headers: Preconditions,
       response: { 204: t.Void({ description: 'Deleted.' }) },
-      detail: op({ summary: 'Delete an animal', description: 'A soft delete: the animal is gone from the API but kept in storage.', tags: ['Animals'], etag: true, scopes: ['animals:write'], errors: [404, 412] }),
+      detail: op({ operationId: 'deleteAnimal', summary: 'Delete an animal', description: 'A soft delete: the animal is gone from the API but kept in storage.', tags: ['Animals'], etag: true, scopes: ['animals:write'], errors: [404, 412] }),
     })
 }

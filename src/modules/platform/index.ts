@@ -60,6 +60,7 @@ export function platformModule(deps: Deps, health: BackendHealth) {
       params: t.Object({ code: t.UnionEnum(ERROR_CODES, { description: 'An error `code`.' }) }),
       response: { 200: ErrorType },
       detail: op({
+        operationId: 'getErrorType',
         summary: 'What an error code means',
         description: 'Every problem\'s `type` is this URL for its `code`, absolute on the service\'s configured public URL (`PUBLIC_URL`); request headers (Host, X-Forwarded-*) never choose it. Public. Answers HTML to a browser (`Accept: text/html`), this JSON otherwise.',
         tags: ['Platform'], auth: 'public', errors: [404],
@@ -71,11 +72,11 @@ export function platformModule(deps: Deps, health: BackendHealth) {
       return { status: degraded ? 'degraded' as const : deps.platform.current(), version: API_VERSION, release_date: RELEASE_DATE }
     }, {
       response: { 200: StatusBody },
-      detail: op({ summary: 'API status', tags: ['Platform'], auth: 'public', description: 'Public. Reports `limited` while access is restricted.' }),
+      detail: op({ operationId: 'getStatus', summary: 'API status', tags: ['Platform'], auth: 'public', description: 'Public. Reports `limited` while access is restricted.' }),
     })
     .get('/healthz', () => ({ status: 'ok' as const }), {
       response: { 200: t.Object({ status: t.Literal('ok') }) },
-      detail: op({ summary: 'Liveness: the process answers', tags: ['Platform'], auth: 'public' }),
+      detail: op({ operationId: 'checkLiveness', summary: 'Liveness: the process answers', tags: ['Platform'], auth: 'public' }),
     })
     .get('/readyz', async ({ set }) => {
       const checks = await health.current()
@@ -88,6 +89,7 @@ export function platformModule(deps: Deps, health: BackendHealth) {
     }, {
       response: { 200: t.Object({ status: t.Union([t.Literal('ready'), t.Literal('degraded')]), checks: Checks }) },
       detail: op({
+        operationId: 'checkReadiness',
         summary: 'Readiness: the backends requests need answer',
         description: '`checks` names each configured backend and whether it answered its last probe within 2 s (probes run in the background, at most every half second, so this answers at once even while a backend hangs). 503 when the database (or the embedded store) is down. Redis only accelerates: while it is down the answer is 200 `degraded` and the service runs on in-process stand-ins, with these differences: rate limits count per process; Idempotency-Key locks are per process (the database still refuses a second write for the same key, so a retry never writes twice); a key revocation or device change reaches other processes within `KEY_CACHE_TTL_MS` (default 60 s) instead of at once. The service returns to Redis by itself within a second of it answering again.',
         tags: ['Platform'], auth: 'public', errors: [503],

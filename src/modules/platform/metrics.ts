@@ -53,6 +53,7 @@ export function metricsModule(deps: Deps, health: BackendHealth) {
     }, {
       response: { 200: t.String({ description: 'Prometheus text format 0.0.4.' }) },
       detail: op({
+        operationId: 'getMetrics',
         summary: 'Metrics for Prometheus',
         description: 'Request counts and latency histograms by route template and status, ingest queue depth, flush sizes and latency, readings-store errors, webhook backlog and attempt outcomes, and whether each backend answers. Open when the service listens on a loopback address (`HOST`); otherwise it needs `METRICS_TOKEN` as a bearer token (401 without it) and is 404 when no token is configured. Counters are per process.',
         tags: ['Platform'], auth: 'public', errors: [401, 404],

@@ -74,16 +74,16 @@ export function referenceModule(deps: Deps) {
         class: t.Optional(t.Union([t.Literal('reptilia'), t.Literal('amphibia')])),
       }),
       response: { 200: PageOf(Species) },
-      detail: op({ summary: 'List species reference data', tags: ['Reference'] }),
+      detail: op({ operationId: 'listSpecies', summary: 'List species reference data', tags: ['Reference'] }),
     })
     .get('/activity-types', ({ request, query }) => pageById(deps, request, 'activity-types', activityTypes, query, {}), {
       query: t.Object(pageQuery()),
       response: { 200: PageOf(ActivityType) },
-      detail: op({ summary: 'List activity types and the details each carries', tags: ['Activities'] }),
+      detail: op({ operationId: 'listActivityTypes', summary: 'List activity types and the details each carries', tags: ['Activities'] }),
     })
     .get('/environment/metrics', ({ request, query }) => pageById(deps, request, 'metrics', metrics, query, {}), {
       query: t.Object(pageQuery()),
       response: { 200: PageOf(Metric) },
-      detail: op({ summary: 'List available metrics', tags: ['Environment'] }),
+      detail: op({ operationId: 'listMetrics', summary: 'List available metrics', tags: ['Environment'] }),
     })
 }

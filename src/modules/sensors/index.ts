@@ -96,7 +96,7 @@ export function sensorsModule(deps: Deps) {
     .get('/sensors/devices', ({ request, query }) => listDevices(deps, principalOf(request).accountId, query), {
       query: t.Object({ ...pageQuery(), environment_id: t.Optional(t.String({ maxLength: 40, description: 'Devices with a channel in this environment.' })), updated_since: UpdatedSince }),
       response: { 200: PageOf(Device) },
-      detail: op({ summary: 'List sensor devices', tags: ['Sensors'], scopes: ['sensors:read'] }),
+      detail: op({ operationId: 'listDevices', summary: 'List sensor devices', tags: ['Sensors'], scopes: ['sensors:read'] }),
     })
     .post('/sensors/devices', async ({ request, body, set }) => {
       const { row, key } = await createDevice(deps, principalOf(request).accountId, body)
@@ -106,6 +106,7 @@ export function sensorsModule(deps: Deps) {
       body: DeviceCreate,
       response: { 201: CreatedDevice },
       detail: op({
+        operationId: 'createDevice',
         summary: 'Register a sensor device', description: 'Returns the device and its key (shown once). With `claim_code`, completes a headless pairing instead. Wrong codes are limited to 10 per 15 minutes per account (429).',
         tags: ['Sensors'], scopes: ['sensors:write'], errors: [422], etag: true,
       }),
@@ -120,7 +121,7 @@ export function sensorsModule(deps: Deps) {
     }, {
       params: IdParam,
       response: { 200: Device },
-      detail: op({ summary: 'Get a device and its channel configuration', description: 'A device key may read its own device.', tags: ['Sensors'], auth: ['personal', 'device'], scopes: ['sensors:read'], errors: [404], etag: true }),
+      detail: op({ operationId: 'getDevice', summary: 'Get a device and its channel configuration', description: 'A device key may read its own device.', tags: ['Sensors'], auth: ['personal', 'device'], scopes: ['sensors:read'], errors: [404], etag: true }),
     })
     .patch('/sensors/devices/:id', async ({ request, params, body, headers }) =>
       versioned(await updateDevice(deps, principalOf(request).accountId, deviceId(params.id), body, headers['if-match'] ?? null), presentDevice), {
@@ -128,7 +129,7 @@ export function sensorsModule(deps: Deps) {
       headers: Preconditions,
       body: DevicePatch,
       response: { 200: Device },
-      detail: op({ summary: 'Update a device', tags: ['Sensors'], scopes: ['sensors:write'], errors: [404, 412, 422], accepts: ['application/merge-patch+json', 'application/json'], etag: true }),
+      detail: op({ operationId: 'updateDevice', summary: 'Update a device', tags: ['Sensors'], scopes: ['sensors:write'], errors: [404, 412, 422], accepts: ['application/merge-patch+json', 'application/json'], etag: true }),
     })
     .delete('/sensors/devices/:id', async ({ request, params, headers, set }) => {
       await deleteDevice(deps, principalOf(request).accountId, deviceId(params.id), headers['if-match'] ?? null)
@@ -137,7 +138,7 @@ export function sensorsModule(deps: Deps) {
       params: IdParam,
       headers: Preconditions,
       response: { 204: t.Void({ description: 'Deleted; the device key stops working at once.' }) },
-      detail: op({ summary: 'Delete a device', description: 'Revokes its key in every server process. Its readings are kept.', tags: ['Sensors'], scopes: ['sensors:write'], errors: [404, 412], etag: true }),
+      detail: op({ operationId: 'deleteDevice', summary: 'Delete a device', description: 'Revokes its key in every server process. Its readings are kept.', tags: ['Sensors'], scopes: ['sensors:write'], errors: [404, 412], etag: true }),
     })
     .post('/sensors/claim/start', async ({ request, body, server, set }) => {
       const address = server?.requestIP(request)?.address ?? 'unknown'
@@ -153,7 +154,7 @@ export function sensorsModule(deps: Deps) {
     }, {
       body: t.Optional(ClaimStart),
       response: { 201: ClaimStarted },
-      detail: op({ summary: 'Start pairing a headless device', description: 'No key needed. Limited to 10 claims per minute per client address. `verification_uri` is on the service\'s configured public URL (`PUBLIC_URL`), never on the request\'s Host or X-Forwarded-* headers, so a caller cannot make a device send its owner elsewhere.', tags: ['Sensors'], auth: 'public', errors: [422, 429] }),
+      detail: op({ operationId: 'startDeviceClaim', summary: 'Start pairing a headless device', description: 'No key needed. Limited to 10 claims per minute per client address. `verification_uri` is on the service\'s configured public URL (`PUBLIC_URL`), never on the request\'s Host or X-Forwarded-* headers, so a caller cannot make a device send its owner elsewhere.', tags: ['Sensors'], auth: 'public', errors: [422, 429] }),
     })
     .get('/sensors/claim/status', ({ query }) => {
       if (!isId('claim', query.claim_id)) throw new ApiError('not_found', 'No such claim.')
@@ -161,6 +162,6 @@ export function sensorsModule(deps: Deps) {
     }, {
       query: t.Object({ claim_id: t.String({ maxLength: 40 }) }),
       response: { 200: ClaimState },
-      detail: op({ summary: 'Poll for a pairing result', description: `No key needed. Poll every ${POLL_INTERVAL_SECONDS} s; the first poll after the owner claims the device carries its key.`, tags: ['Sensors'], auth: 'public', errors: [404] }),
+      detail: op({ operationId: 'getDeviceClaim', summary: 'Poll for a pairing result', description: `No key needed. Poll every ${POLL_INTERVAL_SECONDS} s; the first poll after the owner claims the device carries its key.`, tags: ['Sensors'], auth: 'public', errors: [404] }),
     })
 }

@@ -10,6 +10,7 @@ export function testingModule() {
     .get('/deprecated', () => ({ ok: true }), {
       response: { 200: t.Object({ ok: t.Boolean() }) },
       detail: op({
+        operationId: 'testDeprecatedRoute',
         summary: 'A deprecated route (tests only)', tags: ['Testing'],
         deprecation: { since: new Date('2026-10-01T00:00:00Z'), sunset: new Date('2027-01-15T00:00:00Z'), link: 'https://docs.husbandry.example/changelog#test' },
       }),
@@ -21,13 +22,13 @@ export function testingModule() {
         tags: t.Optional(t.Array(t.String({ minLength: 1 }), { maxItems: 5 })),
       }, { additionalProperties: false }),
       response: { 200: t.Object({ name: t.String(), count: t.Optional(t.Number()), tags: t.Optional(t.Array(t.String())) }) },
-      detail: op({ summary: 'Echoes a validated body (tests only)', tags: ['Testing'], scopes: ['animals:write'] }),
+      detail: op({ operationId: 'testEcho', summary: 'Echoes a validated body (tests only)', tags: ['Testing'], scopes: ['animals:write'] }),
     })
     .get('/boom', () => {
       throw new Error('relation "secret_table" does not exist at /srv/app/db.ts:42')
     }, {
       response: { 200: t.Object({ ok: t.Boolean() }) },
-      detail: op({ summary: 'Always fails (tests only)', tags: ['Testing'] }),
+      detail: op({ operationId: 'testFailure', summary: 'Always fails (tests only)', tags: ['Testing'] }),
     })
     .get('/slow', async ({ query }) => {
       await Bun.sleep(query.ms)
@@ -35,6 +36,6 @@ export function testingModule() {
     }, {
       query: t.Object({ ms: t.Integer({ minimum: 0, maximum: 10_000 }) }),
       response: { 200: t.Object({ pid: JsonInteger(), slept_ms: JsonInteger() }) },
-      detail: op({ summary: 'Answers after a delay, with the serving pid (tests only)', tags: ['Testing'], auth: 'public' }),
+      detail: op({ operationId: 'testSlow', summary: 'Answers after a delay, with the serving pid (tests only)', tags: ['Testing'], auth: 'public' }),
     })
 }

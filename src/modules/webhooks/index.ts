@@ -66,7 +66,7 @@ export function webhooksModule(deps: Deps) {
     .get('/webhooks/endpoints', ({ request, query }) => listEndpoints(deps, principalOf(request).accountId, query), {
       query: t.Object({ ...pageQuery(), updated_since: UpdatedSince }),
       response: { 200: PageOf(Endpoint) },
-      detail: op({ summary: 'List webhook endpoints', tags: ['Webhooks'], scopes: ['webhooks:read'] }),
+      detail: op({ operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints', tags: ['Webhooks'], scopes: ['webhooks:read'] }),
     })
     .post('/webhooks/endpoints', async ({ request, body, set }) => {
       const row = await createEndpoint(deps, principalOf(request).accountId, body)
@@ -75,7 +75,7 @@ export function webhooksModule(deps: Deps) {
     }, {
       body: EndpointCreate,
       response: { 201: CreatedEndpoint },
-      detail: op({ summary: 'Create a webhook endpoint', description: 'Returns the signing secret, this once.', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [422] }),
+      detail: op({ operationId: 'createWebhookEndpoint', summary: 'Create a webhook endpoint', description: 'Returns the signing secret, this once.', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [422] }),
     })
     .get('/webhooks/endpoints/:id', async ({ request, params }) => {
       const row = await getEndpoint(deps, principalOf(request).accountId, endpointId(params.id))
@@ -83,7 +83,7 @@ export function webhooksModule(deps: Deps) {
     }, {
       params: IdParam,
       response: { 200: EndpointDetail },
-      detail: op({ summary: 'Get a webhook endpoint', description: 'With delivery counts and the latest attempts.', tags: ['Webhooks'], scopes: ['webhooks:read'], errors: [404] }),
+      detail: op({ operationId: 'getWebhookEndpoint', summary: 'Get a webhook endpoint', description: 'With delivery counts and the latest attempts.', tags: ['Webhooks'], scopes: ['webhooks:read'], errors: [404] }),
     })
     .patch('/webhooks/endpoints/:id', async ({ request, params, body }) => {
       const { row, rotated } = await updateEndpoint(deps, principalOf(request).accountId, endpointId(params.id), body)
@@ -93,7 +93,7 @@ export function webhooksModule(deps: Deps) {
       params: IdParam,
       body: EndpointPatch,
       response: { 200: UpdatedEndpoint },
-      detail: op({ summary: 'Update a webhook endpoint', description: 'Setting status to enabled re-enables an endpoint the service disabled.', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [404, 422], accepts: ['application/merge-patch+json', 'application/json'] }),
+      detail: op({ operationId: 'updateWebhookEndpoint', summary: 'Update a webhook endpoint', description: 'Setting status to enabled re-enables an endpoint the service disabled.', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [404, 422], accepts: ['application/merge-patch+json', 'application/json'] }),
     })
     .delete('/webhooks/endpoints/:id', async ({ request, params, set }) => {
       await deleteEndpoint(deps, principalOf(request).accountId, endpointId(params.id))
@@ -101,7 +101,7 @@ export function webhooksModule(deps: Deps) {
     }, {
       params: IdParam,
       response: { 204: t.Void({ description: 'Deleted, with its pending deliveries.' }) },
-      detail: op({ summary: 'Delete a webhook endpoint', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [404] }),
+      detail: op({ operationId: 'deleteWebhookEndpoint', summary: 'Delete a webhook endpoint', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [404] }),
     })
     .post('/webhooks/endpoints/:id/test', async ({ request, params, set }) => {
       const eventId = await sendTestEvent(deps, principalOf(request).accountId, endpointId(params.id))
@@ -110,6 +110,6 @@ export function webhooksModule(deps: Deps) {
     }, {
       params: IdParam,
       response: { 202: t.Object({ event_id: IdOf('event') }) },
-      detail: op({ summary: 'Send a test event to a webhook endpoint', description: 'Queues a `webhook_endpoint.test` event for this endpoint alone (an addition to the v1 reference).', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [404] }),
+      detail: op({ operationId: 'testWebhookEndpoint', summary: 'Send a test event to a webhook endpoint', description: 'Queues a `webhook_endpoint.test` event for this endpoint alone (an addition to the v1 reference).', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [404] }),
     })
 }
