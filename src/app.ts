@@ -15,6 +15,8 @@ import { API_PREFIX, createPipeline } from './http/pipeline.ts'
 import { requestState, type RequestState } from './http/request-state.ts'
 import { routeLabel } from './observability.ts'
 import { ulid } from './ids.ts'
+import { createCors } from './http/cors.ts'
+import { pathOf } from './http/request-url.ts'
 import { metricsModule } from './modules/platform/metrics.ts'
 import { BackendHealth } from './modules/platform/backend-health.ts'
 import { RouteTable } from './http/route-table.ts'
@@ -75,8 +77,9 @@ function recordRequest(deps: Deps, method: string, route: string, status: number
 
 export function createApp(deps: Deps) {
   let routeTable: RouteTable | undefined
+  const cors = deps.config.corsOrigins ? createCors(deps.config.corsOrigins) : undefined
   const pipeline = createPipeline({
-    config: deps.config, authenticator: deps.authenticator, rateLimiter: deps.rateLimiter, platform: deps.platform,
+    config: deps.config, authenticator: deps.authenticator, rateLimiter: deps.rateLimiter, platform: deps.platform, cors,
     routes: () => routeTable!,
   })
   const health = new BackendHealth({ ...deps, lagBoundMs: (deps.config.ingestLog?.lagBoundSeconds ?? 30) * 1000 })
@@ -97,6 +100,11 @@ export function createApp(deps: Deps) {
     },
   })
     .onRequest(({ request, set }) => {
+      // A browser's preflight carries no key: answered before the pipeline, for allowed origins only.
+      if (cors && request.method === 'OPTIONS') {
+        const answer = cors.preflight(request, pathOf(request.url), routeTable!)
+        if (answer) return answer
+      }
       // Awaited only when a check had to wait; the ingest path is admitted synchronously.
       const admitted = pipeline.run(request)
       if (admitted) return admitted.then(() => { Object.assign(set.headers, requestState(request).headers) })

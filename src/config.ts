@@ -10,6 +10,8 @@ export interface Config {
    * never on the request's Host or X-Forwarded-* headers, which the caller chooses.
    */
   readonly publicUrl: string
+  /** Browser origins allowed to call the API (CORS); undefined: no CORS headers at all. */
+  readonly corsOrigins: readonly string[] | undefined
   /** PGlite data directory; `memory://` keeps the embedded database in memory (tests). */
   readonly dataDir: string
   readonly databaseUrl: string | undefined
@@ -115,6 +117,18 @@ function ingestLog(env: Record<string, string | undefined>): IngestLogConfig | u
   }
 }
 
+/** CORS_ORIGINS: comma-separated origins (`https://app.example.com`), each scheme://host[:port] with nothing after. */
+function corsOrigins(env: Record<string, string | undefined>): string[] | undefined {
+  const raw = env.CORS_ORIGINS
+  if (raw === undefined || raw.trim() === '') return undefined
+  return raw.split(',').map((o) => o.trim()).filter(Boolean).map((origin) => {
+    let url: URL
+    try { url = new URL(origin) } catch { throw new Error(`CORS_ORIGINS: "${origin}" is not an origin such as https://app.example.com`) }
+    if (url.origin !== origin) throw new Error(`CORS_ORIGINS: "${origin}" must be an origin (scheme://host[:port], no path or slash), e.g. ${url.origin}`)
+    return origin
+  })
+}
+
 function int(env: Record<string, string | undefined>, name: string, fallback: number, min = 0): number {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
@@ -163,6 +177,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port,
     host: env.HOST || '0.0.0.0',
     publicUrl: publicUrl(env, port),
+    corsOrigins: corsOrigins(env),
     dataDir: env.DATA_DIR || './.data',
     databaseUrl: env.DATABASE_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,

@@ -24,8 +24,11 @@ REST API over an account's husbandry records. Decisions this document records, b
   → 422 (body validation) → the handler. Rate limiting counts every authenticated request, refused or not.
 - **Errors** are RFC 9457 \`application/problem+json\` with a stable \`code\`, the \`request_id\`, and \`errors[]\` of
   \`{ path, message }\`: one entry per field, at the field's JSON Pointer (\`/query/limit\`, \`/body/name\`), saying what
-  it must be (an enumeration lists its values). \`type\` is \`GET /api/v1/errors/{code}\`, absolute against the
-  request's URL, which explains the code (HTML to a browser). Unknown body fields are a 422. Another account's
+  it must be (an enumeration lists its values). \`type\` is \`GET /api/v1/errors/{code}\`, absolute on the
+  service's configured \`PUBLIC_URL\` (never on the request's Host), which explains the code (HTML to a browser).
+  A Host header that names no host is a 400 on every path; a method no route serves (CONNECT, TRACE…) a 405.
+  Dates and instants, in bodies and query strings, run from 0001-01-01 to 9999-12-31 (UTC). Numbers in JSON bodies
+  are JSON numbers: \`"5"\` where an integer is declared is a 422. Unknown body fields are a 422. Another account's
   resource is a 404.
 - **405**: any method a path does not serve answers 405 with \`Allow\`; a write to a path v1 does not serve at all
   (e.g. \`POST /environment/zones\`) answers 405 with an empty \`Allow\`. \`GET\` of an unknown path is 404.
@@ -36,6 +39,10 @@ REST API over an account's husbandry records. Decisions this document records, b
   (reset as epoch seconds); 429 carries \`Retry-After\`.
 - **Access** needs the Breeder plan or above, or the live-test allowlist while \`GET /status\` reports \`limited\`.
 - Request bodies are limited to ${MAX_BODY_BYTES} bytes (413). Every response carries \`X-Request-Id\` and \`API-Version\`.
+- **CORS** (for browser apps, where the operator lists their origins in \`CORS_ORIGINS\`; otherwise no CORS headers):
+  a preflight from a listed origin is answered 204 without a key; answers, errors included, expose \`RateLimit\`,
+  \`ETag\`, \`X-Request-Id\`, \`Idempotent-Replayed\`, \`Link\` and \`Next-Cursor\`. Credentials (cookies) are not
+  allowed: keys travel in headers.
 - **Ordering**: record lists are newest first (by id, which sorts by creation time); activities by \`occurred_at\`,
   newest first. Reference lists are sorted by their slug ids. \`updated_since\` (at or after) is on every list of
   mutable records, for sync; deleted animals leave the list (the \`animal.deleted\` event reports them).

@@ -19,6 +19,7 @@ import { checkHost, refuseUnservedMethod } from './checks/host.ts'
 import { rateLimitCheck } from './checks/rate-limit.ts'
 import { adoptRequestId } from './checks/request-id.ts'
 import { checkRoute } from './checks/route.ts'
+import type { Cors } from './cors.ts'
 import type { RateLimiter } from './rate-limit.ts'
 import { pathOf } from './request-url.ts'
 import { requestState, type RequestState } from './request-state.ts'
@@ -28,6 +29,8 @@ export const API_PREFIX = '/api/v1'
 
 export interface PipelineDeps {
   config: Config
+  /** CORS_ORIGINS, when set: an allowed origin's API answers carry its headers. */
+  cors?: Cors
   authenticator: Authenticator
   rateLimiter: RateLimiter
   platform: PlatformStatusSource
@@ -81,6 +84,10 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
       if (path !== API_PREFIX && !path.startsWith(API_PREFIX + '/')) {
         if (!routes.servedMethods.has(method)) refuseUnservedMethod(method, path, routes.allowOutside(path))
         return
+      }
+      if (deps.cors) {
+        const corsHeaders = deps.cors.headersFor(request)
+        if (corsHeaders) Object.assign(state.headers, corsHeaders)
       }
 
       const match = routes.match(method, path)

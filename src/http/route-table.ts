@@ -6,7 +6,7 @@ export interface ApiRoute { method: string; path: string; policy: RoutePolicy }
 interface PathEntry { routeMatches: Map<string, RouteMatch>; methodMismatch: RouteMatch }
 
 export type RouteMatch =
-  | { kind: 'route'; route: ApiRoute; allPublic: boolean }
+  | { kind: 'route'; route: ApiRoute; allPublic: boolean; allow: string }
   | { kind: 'method'; allow: string; allPublic: boolean }
   | { kind: 'none' }
 
@@ -44,9 +44,10 @@ export class RouteTable {
     }
     for (const [path, methods] of methodsByPath) {
       const allPublic = [...methods.values()].every((r) => r.policy.public)
+      const allow = [...methods.keys()].sort().join(', ')
       const entry: PathEntry = {
-        routeMatches: new Map([...methods].map(([method, route]) => [method, { kind: 'route', route, allPublic }])),
-        methodMismatch: { kind: 'method', allow: [...methods.keys()].sort().join(', '), allPublic },
+        routeMatches: new Map([...methods].map(([method, route]) => [method, { kind: 'route', route, allPublic, allow }])),
+        methodMismatch: { kind: 'method', allow, allPublic },
       }
       if (path.includes(':')) {
         this.paramPaths.push({ pattern: pathPattern(path), entry })
