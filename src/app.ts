@@ -132,8 +132,15 @@ export function createApp(deps: Deps) {
       }
       return parseJsonBody(text)
     })
-    // ETag and Idempotent-Replayed, as each route's op() declares them (declared-response.ts).
-    .onAfterHandle(deliverDeclaredHeaders)
+    // ETag and Idempotent-Replayed, as each route's op() declares them (declared-response.ts); a 304 for a GET whose
+    // If-None-Match names the current ETag, which does not count against the key's rate limit.
+    .onAfterHandle((context) => {
+      const notModified = deliverDeclaredHeaders(context)
+      if (!notModified) return
+      const { principal } = requestState(context.request)
+      if (principal) deps.rateLimiter.refund(principal.keyId, principal.kind, deps.config.rateLimitWindowSeconds * 1000)
+      return notModified
+    })
     .onError(({ code, error, request }) => {
       const apiError = toApiError(code, error, request.url)
       const state = requestState(request)

@@ -1,6 +1,7 @@
 // What `op({ etag, idempotent })` declares, this one hook delivers: a route never sets ETag or Idempotent-Replayed
 // itself, so the OpenAPI document (which reads the same flags) and the responses cannot disagree.
-// - `etag: true`: the route returns `versioned(row, present)`; the hook sends that version's ETag.
+// - `etag: true`: the route returns `versioned(row, present)`; the hook sends that version's ETag, and answers a GET
+//   whose If-None-Match names it with 304 Not Modified and no body (RFC 9110 §13.1.2).
 // - `idempotent: true`: the route answers through `writeOnce` (idempotency.ts); the hook marks replays.
 // A route that declares a flag and does not deliver it, or delivers what it does not declare, answers 500: a
 // mismatch is our bug, and failing loudly finds it in the first test that calls the route.
@@ -29,8 +30,18 @@ export function versionOf(body: unknown): number | undefined {
 
 class UndeliveredDeclaration extends Error {}
 
-/** The app's afterHandle hook: sends the headers the route's `op()` declares, and refuses a route that breaks its word. */
-export function deliverDeclaredHeaders({ request, response, set }: { request: Request; response: unknown; set: { status?: number | string; headers: Record<string, unknown> } }): void {
+/** Whether If-None-Match (weak comparison, RFC 9110 §13.1.2) names `etag`, or is `*`. */
+function noneMatch(ifNoneMatch: string | null, etag: string): boolean {
+  if (ifNoneMatch === null) return false
+  const value = ifNoneMatch.trim()
+  return value === '*' || value.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)
+}
+
+/**
+ * The app's afterHandle hook: sends the headers the route's `op()` declares, and refuses a route that breaks its
+ * word. Returns the 304 that replaces the answer when a GET's If-None-Match names the record's current ETag.
+ */
+export function deliverDeclaredHeaders({ request, response, set }: { request: Request; response: unknown; set: { status?: number | string; headers: Record<string, unknown> } }): Response | undefined {
   const state = requestState(request)
   const route = state.route
   if (!route) return
@@ -41,7 +52,12 @@ export function deliverDeclaredHeaders({ request, response, set }: { request: Re
   const version = versionOf(response)
   if (version !== undefined) {
     if (!policy.etag) throw new UndeliveredDeclaration(`${name}: returns a versioned record but does not declare etag`)
-    set.headers.etag = etagOf(version)
+    const etag = etagOf(version)
+    set.headers.etag = etag
+    if ((request.method === 'GET' || request.method === 'HEAD') && noneMatch(request.headers.get('if-none-match'), etag)) {
+      state.notModified = true
+      return new Response(null, { status: 304, headers: { etag } })
+    }
   } else if (policy.etag && success && !(response instanceof Response)) {
     throw new UndeliveredDeclaration(`${name}: declares etag but returned no versioned record (use versioned())`)
   }

@@ -112,7 +112,7 @@ const HEADERS = {
   Link: header('RFC 8288 links: `rel="deprecation"` to the migration notes of a deprecated operation; `rel="next"` to the next file of a CSV export (absent on the last).'),
   'Next-Cursor': header('The cursor of the next file of a CSV export (the `cursor` in its `Link`); absent on the last file.'),
   'Content-Disposition': header('`attachment; filename="…"` for a file download.'),
-  ETag: header('The version of the record returned; send it back as `If-Match` to make a write conditional.'),
+  ETag: header('The version of the record returned; send it back as `If-Match` to make a write conditional, or as `If-None-Match` to read it again only if it changed (304 otherwise).'),
   'Idempotent-Replayed': header('`true` when this is the stored response to an earlier request with the same Idempotency-Key.', { type: 'string', const: 'true' }),
 }
 const ref = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` })
@@ -223,6 +223,13 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
           response.content = { ...response.content, [type]: { schema: extra.schema } }
           for (const name of extra.headers ?? []) response.headers[name] = ref(name as keyof typeof HEADERS)
         }
+      }
+      if (policy.etag && method === 'get') {
+        operation.parameters = [...(operation.parameters ?? []), {
+          name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' },
+          description: 'The ETag you hold (or several, comma-separated; weak comparison): if the record still has it, the answer is 304 with no body, and does not count against the rate limit.',
+        }]
+        responses['304'] = { description: 'Not Modified: the record still has the ETag sent in If-None-Match.', headers: { ...BASE_HEADERS, ETag: ref('ETag') } }
       }
       const statuses = new Set<number>([500, ...policy.errors])
       if (!policy.public) [401, 403, 429].forEach((s) => statuses.add(s))

@@ -58,6 +58,19 @@ export class RateLimiter {
     }
   }
 
+  /**
+   * Gives one request back to a key's count (a 304 costs the client nothing: it asked whether to download at all).
+   * Best effort: a refund the shared store misses leaves the stricter count.
+   */
+  refund(key: string, kind: 'personal' | 'device', windowMs: number): void {
+    if (kind === 'device') {
+      const w = this.windows.get(key)
+      if (w) w.unsynced--
+      return
+    }
+    this.shared.addAll([{ key: `rl:${key}`, amount: -1 }], windowMs).catch(() => {})
+  }
+
   stop(): void {
     if (this.timer) clearInterval(this.timer)
     this.timer = undefined

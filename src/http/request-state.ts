@@ -19,6 +19,8 @@ export interface RequestState {
   rateLimit?: RateLimitState
   /** Set by `writeOnce` (idempotency.ts): whether this answer was written now or replays a stored one. */
   idempotency?: 'fresh' | 'replayed'
+  /** Answered 304 Not Modified (declared-response.ts): the request is given back to its key's rate limit. */
+  notModified?: boolean
   /** Authentication waits for the handler, which reads the key from the body (see Pipeline.admitDeferred). */
   deferredAuth?: boolean
 }

@@ -2016,7 +2016,7 @@ export interface components {
         "Next-Cursor": string;
         /** @description `attachment; filename="…"` for a file download. */
         "Content-Disposition": string;
-        /** @description The version of the record returned; send it back as `If-Match` to make a write conditional. */
+        /** @description The version of the record returned; send it back as `If-Match` to make a write conditional, or as `If-None-Match` to read it again only if it changed (304 otherwise). */
         ETag: string;
         /** @description `true` when this is the stored response to an earlier request with the same Idempotency-Key. */
         "Idempotent-Replayed": "true";
@@ -2448,7 +2448,10 @@ export interface operations {
     getAnimal: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag you hold (or several, comma-separated; weak comparison): if the record still has it, the answer is 304 with no body, and does not count against the rate limit. */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2472,6 +2475,16 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Animal"];
                 };
+            };
+            /** @description Not Modified: the record still has the ETag sent in If-None-Match. */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -3050,7 +3063,10 @@ export interface operations {
     getDevice: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag you hold (or several, comma-separated; weak comparison): if the record still has it, the answer is 304 with no body, and does not count against the rate limit. */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3074,6 +3090,16 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Device"];
                 };
+            };
+            /** @description Not Modified: the record still has the ETag sent in If-None-Match. */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -3492,7 +3518,10 @@ export interface operations {
     getAlertRule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag you hold (or several, comma-separated; weak comparison): if the record still has it, the answer is 304 with no body, and does not count against the rate limit. */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3516,6 +3545,16 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["AlertRule"];
                 };
+            };
+            /** @description Not Modified: the record still has the ETag sent in If-None-Match. */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
