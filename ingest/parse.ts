@@ -2,11 +2,10 @@
 // index without costing the rest of the batch (CONTRACT §7).
 import type { ChannelMapping, DeviceInfo } from './devices.ts'
 import type { Reading } from './stores/interface.ts'
+import { MAX_FUTURE_MS } from '../src/records/rules.ts'
 
 export const MAX_READINGS_PER_BATCH = 5000
 export const MAX_PING_CHANNELS = 32
-/** Clocks drift; a reading further ahead than this is a wrong clock, not the future. */
-export const MAX_FUTURE_MS = 5 * 60 * 1000
 const CHANNEL = /^[A-Za-z0-9_.-]{1,32}$/
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|z|[+-]\d{2}:\d{2})$/
 /** Epoch-millisecond timestamps before 2000 are almost certainly seconds or garbage. */

@@ -9,8 +9,6 @@ import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
 import type { ValueError } from '@sinclair/typebox/errors'
 import { eq, getTableColumns, sql } from 'drizzle-orm'
 import type { PgTable } from 'drizzle-orm/pg-core'
-import { ACTIVITY_TYPES } from '../../db/reference/activity-types.ts'
-import { SPECIES } from '../../db/reference/species.ts'
 import { activities, animals } from '../../db/schema/index.ts'
 import type { Deps } from '../deps.ts'
 import { newId, type IdKind } from '../ids.ts'
@@ -18,6 +16,9 @@ import { Activity } from '../modules/activities/index.ts'
 import { Animal } from '../modules/animals/index.ts'
 import type { Executor } from '../webhooks/outbox.ts'
 import { READ_ONLY_AREAS } from '../records/all-areas.ts'
+import { activityDetailsErrors, futureError, speciesError } from '../records/rules.ts'
+import { recordWeights } from '../modules/animals/service.ts'
+import type { FieldError } from '../http/errors.ts'
 import type { KeysetTable } from '../records/list.ts'
 
 /** Rows per INSERT statement: large enough that thousands of rows take a handful of round trips, small enough to
@@ -161,21 +162,16 @@ function schemaErrors(check: TypeCheck<TSchema>, value: unknown, prefix = ''): {
 // ---------------------------------------------------------------------------------------------------------------
 // Rules beyond the schema
 
-const speciesIds = new Set(SPECIES.map((s) => s.id))
-const detailCheckers = new Map(ACTIVITY_TYPES.map((type) => [type.id, TypeCompiler.Compile(type.details)]))
-const MAX_FUTURE_MS = 5 * 60 * 1000
-
-/** What the API checks on writes but a schema cannot say. References to other records are left to the foreign
- *  keys, which also catch a reference to another account's record. */
+/** What the API checks on writes but a schema cannot say: the API's own rules (records/rules.ts), at row paths.
+ *  References to other records are left to the foreign keys, which also catch another account's record. */
 function ruleErrors(area: string, row: Record<string, any>): { path: string; message: string }[] {
   const errors: { path: string; message: string }[] = []
-  if (typeof row.species_id === 'string' && !speciesIds.has(row.species_id)) errors.push({ path: '/species_id', message: 'is not a known species id (see GET /species)' })
+  const found = (error: FieldError | undefined) => { if (error) errors.push(error) }
+  if (typeof row.species_id === 'string') found(speciesError(row.species_id, '/species_id'))
   if (area === 'activities') {
-    const checker = detailCheckers.get(row.type)
-    if (typeof row.type !== 'string') { /* the schema reports it */ } else if (!checker) errors.push({ path: '/type', message: 'is not an activity type (see GET /activity-types)' })
-    else errors.push(...schemaErrors(checker, row.details ?? {}, '/details'))
-    // As on POST: a log records what happened, so not much later than now (clock skew aside).
-    if (typeof row.occurred_at === 'string' && Date.parse(row.occurred_at) > Date.now() + MAX_FUTURE_MS) errors.push({ path: '/occurred_at', message: 'lies more than 5 minutes in the future' })
+    // A type that is not a string is the schema's to report.
+    if (typeof row.type === 'string') errors.push(...activityDetailsErrors(row.type, row.details ?? {}, { type: '/type', details: '/details' }))
+    if (typeof row.occurred_at === 'string') found(futureError(Date.parse(row.occurred_at), Date.now(), '/occurred_at'))
   }
   for (const field of ['dam_id', 'sire_id', 'parent_id']) {
     if (row[field] && row.id && row[field] === row.id) errors.push({ path: `/${field}`, message: 'cannot be the record itself' })
@@ -274,27 +270,6 @@ function describeDbError(error: unknown, chunk: Prepared[]): string {
   return `${span}: ${message}${constraint ? ` (constraint ${constraint})` : ''}`
 }
 
-/** Sets each animal's latest weight from imported weighings that are newer than what it has, as POST does. */
-async function applyWeights(tx: Executor, accountId: string, rows: Prepared[]): Promise<void> {
-  const newest = new Map<string, { grams: number; at: number }>()
-  for (const { values } of rows) {
-    if (values.type !== 'weight') continue
-    // The row's RFC 3339 text may carry any offset: compare instants, not text.
-    const at = Date.parse(values.occurred_at as string)
-    const current = newest.get(values.animal_id as string)
-    if (!current || current.at < at) newest.set(values.animal_id as string, { grams: (values.details as { grams: number }).grams, at })
-  }
-  const list = [...newest]
-  for (let i = 0; i < list.length; i += CHUNK) {
-    const batch = sql.join(list.slice(i, i + CHUNK).map(([id, w]) => sql`(${id}, ${w.grams}::float8, ${new Date(w.at).toISOString()}::timestamptz)`), sql`, `)
-    await tx.execute(sql`
-      update ${animals} set weight_grams = w.grams, weighed_at = w.at, version = ${animals.version} + 1, updated_at = now()
-      from (values ${batch}) as w(id, grams, at)
-      where ${animals.account_id} = ${accountId} and ${animals.id} = w.id and ${animals.deleted_at} is null
-        and (${animals.weighed_at} is null or ${animals.weighed_at} < w.at)`)
-  }
-}
-
 /**
  * Validates and writes `rows` into `area` inside `tx` (the caller's transaction). Throws ImportError listing every
  * invalid row before anything is written, or naming the constraint (and row) a database check refused.
@@ -312,7 +287,13 @@ export async function importRecordsIn(tx: Executor, accountId: string, areaName:
       throw new ImportError(`the database refused the ${area.name} rows; nothing was written`, [describeDbError(error, chunk)])
     }
   }
-  if (area.name === 'activities') await applyWeights(tx, accountId, prepared)
+  // As POST /activities does for one weighing: the newest becomes the animal's latest weight.
+  if (area.name === 'activities') {
+    await recordWeights(tx, accountId, prepared.filter(({ values }) => values.type === 'weight').map(({ values }) => ({
+      // The row's RFC 3339 text may carry any offset: compare instants, not text.
+      animalId: values.animal_id as string, grams: (values.details as { grams: number }).grams, at: Date.parse(values.occurred_at as string),
+    })))
+  }
   return { imported: prepared.length }
 }
 

@@ -179,7 +179,8 @@ describe('import', () => {
       { animal_id: newId('animal'), type: 'note', occurred_at: '2999-01-01T00:00:00.000Z' },
     ]))
     expect(activityError.errors).toEqual([
-      'row 1: /details/grams Expected required property', 'row 1: /details/kilos Unexpected property',
+      // The same rules and messages as POST /activities (records/rules.ts).
+      'row 1: /details/grams is required; must be a number from 0 to 1000000', 'row 1: /details/kilos is not a field of this request',
       'row 2: /type is not an activity type (see GET /activity-types)', 'row 3: /occurred_at lies more than 5 minutes in the future',
     ])
     const [rack, room] = [newId('environment'), newId('environment')]

@@ -1,12 +1,10 @@
 // Activities: recorded events on an animal (feeding, weight, shed…). Data access and rules, free of HTTP.
-import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
-import { ACTIVITY_TYPES } from '../../../db/reference/activity-types.ts'
 import { and, eq, isNull, sql } from 'drizzle-orm'
 import { prepared } from '../../../db/prepared.ts'
 import { activities, animals } from '../../../db/schema/index.ts'
 import type { Deps } from '../../deps.ts'
 import { ApiError, type FieldError } from '../../http/errors.ts'
-import { schemaErrors } from '../../http/field-errors.ts'
+import { activityDetailsErrors, futureError } from '../../records/rules.ts'
 import { newId } from '../../ids.ts'
 import { atOrAfter, before, equals } from '../../records/filters.ts'
 import { listPage, type Bound } from '../../records/list.ts'
@@ -17,18 +15,9 @@ import { getAnimal, recordWeight } from '../animals/service.ts'
 export type ActivityRow = typeof activities.$inferSelect
 export const presentActivity = (row: ActivityRow) => presentRow(row)
 
-const detailCheckers = new Map<string, TypeCheck<any>>(ACTIVITY_TYPES.map((type) => [type.id, TypeCompiler.Compile(type.details)]))
-/** How far ahead of the server clock an occurrence may lie (clock skew), as for sensor readings. */
-const MAX_FUTURE_MS = 5 * 60 * 1000
 
 export interface ActivityInput { animal_id: string; type: string; occurred_at?: string; details?: Record<string, unknown>; notes?: string | null }
 
-/** The type's `details` schema, as errors with JSON Pointer paths into the body. */
-function detailErrors(type: string, details: unknown): FieldError[] {
-  const checker = detailCheckers.get(type)
-  if (!checker) return [{ path: '/body/type', message: 'is not an activity type (see GET /activity-types)' }]
-  return schemaErrors(checker.Errors(details), '/body/details')
-}
 
 const p = sql.placeholder
 /** The activity, written only when its animal is the account's (undeleted): the check and the write in one statement. */
@@ -42,8 +31,9 @@ const insertActivity = prepared('activities:insert', (db) => db.insert(activitie
 export async function recordActivity(tx: Executor, accountId: string, input: ActivityInput): Promise<ActivityRow> {
   const details = input.details ?? {}
   const occurredAt = input.occurred_at ? new Date(input.occurred_at) : new Date()
-  const errors = detailErrors(input.type, details)
-  if (occurredAt.getTime() > Date.now() + MAX_FUTURE_MS) errors.push({ path: '/body/occurred_at', message: 'lies more than 5 minutes in the future' })
+  const errors = activityDetailsErrors(input.type, details, { type: '/body/type', details: '/body/details' })
+  const tooLate = futureError(occurredAt.getTime(), Date.now(), '/body/occurred_at')
+  if (tooLate) errors.push(tooLate)
   const notAnimal = { path: '/body/animal_id', message: 'is not an animal of this account' }
   if (errors.length) {
     if (!(await getAnimal(tx, accountId, input.animal_id))) errors.push(notAnimal)

@@ -13,6 +13,7 @@ import { atOrAfter, equals, hasTag, search } from '../../records/filters.ts'
 import { listPage } from '../../records/list.ts'
 import { presentRow } from '../../records/rows.ts'
 import { appendEvent, type Executor } from '../../webhooks/outbox.ts'
+import { speciesError } from '../../records/rules.ts'
 
 export type AnimalRow = typeof animals.$inferSelect
 
@@ -30,7 +31,6 @@ const EMPTY: Omit<AnimalFields, 'name' | 'species_id'> = {
   environment_id: null, dam_id: null, sire_id: null, tags: [], notes: null, metadata: {},
 }
 const MAX_METADATA_KEYS = 50
-const speciesIds = new Set(SPECIES.map((s) => s.id))
 const speciesById = new Map(SPECIES.map((s) => [s.id, s]))
 
 export const presentAnimal = (row: AnimalRow) => presentRow(row)
@@ -50,7 +50,8 @@ export async function getAnimal(db: Executor, accountId: string, id: string, loc
 /** Checks what the schema cannot: known species, and references to records of this account that exist. */
 async function checkFields(db: Executor, accountId: string, fields: AnimalFields, selfId?: string): Promise<void> {
   const errors: FieldError[] = []
-  if (!speciesIds.has(fields.species_id)) errors.push({ path: '/body/species_id', message: 'is not a known species id (see GET /species)' })
+  const unknownSpecies = speciesError(fields.species_id, '/body/species_id')
+  if (unknownSpecies) errors.push(unknownSpecies)
   if (Object.keys(fields.metadata).length > MAX_METADATA_KEYS) errors.push({ path: '/body/metadata', message: `may hold at most ${MAX_METADATA_KEYS} keys` })
   if (fields.environment_id) {
     const [env] = await db.select({ id: environments.id }).from(environments).where(and(eq(environments.account_id, accountId), eq(environments.id, fields.environment_id)))
@@ -142,19 +143,45 @@ export async function deleteAnimal(deps: Deps, accountId: string, id: string, if
  */
 const weighAnimal = prepared('animals:weigh', (db) => {
   const old = db.$with('old').as(db.select({ id: animals.id, weight_grams: animals.weight_grams, weighed_at: animals.weighed_at }).from(animals)
-    .where(and(byId(), or(isNull(animals.weighed_at), lte(animals.weighed_at, sql`${p('at')}::timestamptz`)))).for('no key update'))
+    .where(and(byId(), sql`(${animals.weighed_at} is null or ${animals.weighed_at} < ${p('at')}::timestamptz
+      or (${animals.weighed_at} = ${p('at')}::timestamptz and ${animals.weight_grams} is distinct from ${p('grams')}::float8))`)).for('no key update'))
   return db.with(old).update(animals)
     .set({ weight_grams: sql`${p('grams')}::float8`, weighed_at: sql`${p('at')}::timestamptz`, version: sql`${animals.version} + 1`, updated_at: sql`now()` })
     .from(old).where(eq(animals.id, old.id))
     .returning({ ...getTableColumns(animals), old_weight_grams: old.weight_grams, old_weighed_at: old.weighed_at })
 })
 
-/** Records a weighing as the animal's latest weight, unless a later one is already recorded. */
+/**
+ * The latest-weight rule, in its two forms: a weighing becomes the animal's latest weight unless a later one is
+ * already recorded; one at the same instant replaces it if its weight differs (the same weighing again changes
+ * nothing, so a restore imports without touching versions). recordWeight serves POST /activities (one weighing, with
+ * its animal.updated event); recordWeights the importer (many at once, no events, as imports send none).
+ */
 export async function recordWeight(tx: Executor, accountId: string, animalId: string, grams: number, at: Date): Promise<void> {
   const [row] = await weighAnimal(tx, { account: accountId, id: animalId, grams, at: at.toISOString() })
   if (!row) return
   const { old_weight_grams, old_weighed_at, ...animal } = row
   await appendEvent(tx, accountId, 'animal.updated', presentAnimal(animal), presentRow({ weight_grams: old_weight_grams, weighed_at: old_weighed_at }))
+}
+
+const WEIGHTS_PER_STATEMENT = 500
+
+export async function recordWeights(tx: Executor, accountId: string, weighings: readonly { animalId: string; grams: number; at: number }[]): Promise<void> {
+  const newest = new Map<string, { grams: number; at: number }>()
+  for (const { animalId, grams, at } of weighings) {
+    const current = newest.get(animalId)
+    if (!current || current.at <= at) newest.set(animalId, { grams, at })
+  }
+  const list = [...newest]
+  for (let i = 0; i < list.length; i += WEIGHTS_PER_STATEMENT) {
+    const batch = sql.join(list.slice(i, i + WEIGHTS_PER_STATEMENT).map(([id, w]) => sql`(${id}, ${w.grams}::float8, ${new Date(w.at).toISOString()}::timestamptz)`), sql`, `)
+    await tx.execute(sql`
+      update ${animals} set weight_grams = w.grams, weighed_at = w.at, version = ${animals.version} + 1, updated_at = now()
+      from (values ${batch}) as w(id, grams, at)
+      where ${animals.account_id} = ${accountId} and ${animals.id} = w.id and ${animals.deleted_at} is null
+        and (${animals.weighed_at} is null or ${animals.weighed_at} < w.at
+          or (${animals.weighed_at} = w.at and ${animals.weight_grams} is distinct from w.grams))`)
+  }
 }
 
 /** The species present in the account with how many (undeleted) animals of each, keyset-paged by species id. */
