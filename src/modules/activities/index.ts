@@ -7,9 +7,9 @@ import { API_PREFIX } from '../../http/pipeline.ts'
 import { principalOf } from '../../http/request.ts'
 import { PageOf, pageQuery } from '../../http/schemas.ts'
 import { IdOf, Instant, Notes, UpdatedSince, nullable } from '../../records/fields.ts'
+import { ActivityListQuery, TypeId } from './queries.ts'
 import { listActivities, presentActivity, recordActivity } from './service.ts'
 
-const TypeId = t.String({ minLength: 1, maxLength: 50, description: 'An `/activity-types` id.', examples: ['feeding'] })
 const Details = t.Record(t.String(), t.Unknown(), {
   description: "Shaped by the activity's type: `GET /activity-types` gives each type's `details_schema` (weight: `{ grams }`; feeding: `{ prey, size, count, accepted }`…).",
   examples: [{ grams: 1520 }],
@@ -37,14 +37,7 @@ const ActivityCreate = t.Object({
 export function activitiesModule(deps: Deps) {
   return new Elysia({ name: 'activities', prefix: API_PREFIX })
     .get('/activities', ({ request, query }) => listActivities(deps, principalOf(request).accountId, query), {
-      query: t.Object({
-        ...pageQuery(),
-        animal_id: t.Optional(t.String({ maxLength: 40 })),
-        type: t.Optional(TypeId),
-        from: t.Optional(t.String({ format: 'date-time', description: 'Occurred at or after this instant.' })),
-        to: t.Optional(t.String({ format: 'date-time', description: 'Occurred before this instant.' })),
-        updated_since: UpdatedSince,
-      }),
+      query: ActivityListQuery,
       response: { 200: PageOf(Activity) },
       detail: op({ operationId: 'listActivities', summary: 'List activities', description: 'Newest occurrence first.', tags: ['Activities'], scopes: ['activities:read'] }),
     })

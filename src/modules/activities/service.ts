@@ -11,6 +11,7 @@ import { listPage, type Bound } from '../../records/list.ts'
 import { presentRow } from '../../records/rows.ts'
 import { appendEvent, type Executor } from '../../webhooks/outbox.ts'
 import { getAnimal, recordWeight } from '../animals/service.ts'
+import type { ActivityListQuery } from './queries.ts'
 
 export type ActivityRow = typeof activities.$inferSelect
 export const presentActivity = (row: ActivityRow) => presentRow(row)
@@ -50,10 +51,6 @@ export async function recordActivity(tx: Executor, accountId: string, input: Act
   return row
 }
 
-export interface ActivityListQuery {
-  limit?: number; cursor?: string
-  animal_id?: string; type?: string; from?: string; to?: string; updated_since?: string
-}
 
 export function listActivities(deps: Deps, accountId: string, query: ActivityListQuery) {
   const { limit, cursor, ...filters } = query

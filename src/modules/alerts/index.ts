@@ -12,6 +12,7 @@ import { principalOf } from '../../http/request.ts'
 import { JsonInteger, JsonNumber, PageOf, pageQuery } from '../../http/schemas.ts'
 import { isId } from '../../ids.ts'
 import { IdOf, Instant, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
+import { RuleListQuery } from './queries.ts'
 import { presentAlert } from './rows.ts'
 import { announce, createRule, deleteRule, getAlert, getRule, listAlerts, listRules, MAX_RULES_PER_ACCOUNT, presentRule, updateRule } from './service.ts'
 
@@ -135,13 +136,7 @@ const ruleId = (id: string) => {
 export function alertsModule(deps: Deps) {
   return new Elysia({ name: 'alerts', prefix: API_PREFIX })
     .get('/environment/alert-rules', ({ request, query }) => listRules(deps, principalOf(request).accountId, query), {
-      query: t.Object({
-        ...pageQuery(),
-        environment_id: t.Optional(t.String({ maxLength: 40 })),
-        device_id: t.Optional(t.String({ maxLength: 40 })),
-        metric: t.Optional(t.String({ maxLength: 50 })),
-        updated_since: UpdatedSince,
-      }),
+      query: RuleListQuery,
       response: { 200: PageOf(AlertRule) },
       detail: op({ operationId: 'listAlertRules', summary: 'List alert rules', description: 'Newest first. Deleted rules are not listed.', tags: ['Alerts'], scopes: ['alerts:read'] }),
     })

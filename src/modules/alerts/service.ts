@@ -14,6 +14,7 @@ import { listPage } from '../../records/list.ts'
 import { presentRow } from '../../records/rows.ts'
 import { appendEvent, type Executor } from '../../webhooks/outbox.ts'
 import { eventOf, presentAlert, type AlertResolution, type AlertRow, type AlertRuleRow } from './rows.ts'
+import type { RuleListQuery } from './queries.ts'
 
 /** A rule may hold this many rules per account: the evaluator keeps every rule of every account in memory. */
 export const MAX_RULES_PER_ACCOUNT = 1000
@@ -64,7 +65,6 @@ async function checkRule(db: Executor, accountId: string, fields: RuleFields): P
   if (errors.length) throw new ApiError('validation_failed', 'The alert rule is not valid.', { errors })
 }
 
-export interface RuleListQuery { limit?: number; cursor?: string; environment_id?: string; device_id?: string; metric?: string; updated_since?: string }
 
 export function listRules(deps: Deps, accountId: string, query: RuleListQuery) {
   const { limit, cursor, ...filters } = query

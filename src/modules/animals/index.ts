@@ -11,10 +11,9 @@ import { principalOf } from '../../http/request.ts'
 import { PageOf, pageQuery, JsonInteger } from '../../http/schemas.ts'
 import { isId } from '../../ids.ts'
 import { DateOnly, IdOf, Instant, Metadata, Notes, Tags, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
+import { AnimalListQuery, Sex, Status } from './queries.ts'
 import { createAnimal, deleteAnimal, getAnimal, listAnimals, listAnimalTypes, presentAnimal, updateAnimal } from './service.ts'
 
-const Sex = oneOf(ANIMAL_SEXES)
-const Status = oneOf(ANIMAL_STATUSES, 'active, sold, deceased, or on_loan (kept elsewhere for now).')
 const Name = t.String({ minLength: 1, maxLength: 100 })
 const ReferenceId = t.String({ minLength: 1, maxLength: 64, description: "The keeper's own reference (e.g. a ring number or a spreadsheet id)." })
 const SpeciesId = t.String({ minLength: 1, maxLength: 100, description: 'A `/species` id.', examples: ['python-regius'] })
@@ -106,17 +105,7 @@ export function animalsModule(deps: Deps) {
       }
       return listAnimals(deps, principalOf(request).accountId, { ...query, species_id: query.species_id ?? species })
     }, {
-      query: t.Object({
-        ...pageQuery(),
-        species_id: t.Optional(t.String({ maxLength: 100, description: 'Animals of this `/species` id (the same name as the field, and as on `/breeding/*`).' })),
-        species: t.Optional(t.String({ maxLength: 100, deprecated: true, description: 'Deprecated alias of `species_id`, kept for existing clients; sending both with different values is a 400.' })),
-        status: t.Optional(Status),
-        sex: t.Optional(Sex),
-        environment_id: t.Optional(t.String({ maxLength: 40 })),
-        tag: t.Optional(t.String({ maxLength: 50, description: 'Animals carrying this tag.' })),
-        q: t.Optional(t.String({ minLength: 1, maxLength: 100, description: 'Case-insensitive search in name and reference_id.' })),
-        updated_since: UpdatedSince,
-      }),
+      query: AnimalListQuery,
       response: { 200: PageOf(Animal) },
       detail: op({ operationId: 'listAnimals', summary: 'List animals', description: 'Newest first. Deleted animals are not listed.', tags: ['Animals'], scopes: ['animals:read'] }),
     })

@@ -14,6 +14,7 @@ import { listPage } from '../../records/list.ts'
 import { presentRow } from '../../records/rows.ts'
 import { appendEvent, type Executor } from '../../webhooks/outbox.ts'
 import { speciesError } from '../../records/rules.ts'
+import type { AnimalListQuery } from './queries.ts'
 
 export type AnimalRow = typeof animals.$inferSelect
 
@@ -71,10 +72,6 @@ async function checkFields(db: Executor, accountId: string, fields: AnimalFields
   if (errors.length) throw new ApiError('validation_failed', 'Some fields refer to things that do not exist.', { errors })
 }
 
-export interface AnimalListQuery {
-  limit?: number; cursor?: string
-  species_id?: string; status?: AnimalRow['status']; sex?: AnimalRow['sex']; environment_id?: string; tag?: string; q?: string; updated_since?: string
-}
 
 export function listAnimals(deps: Deps, accountId: string, query: AnimalListQuery) {
   const { limit, cursor, ...filters } = query
