@@ -39,10 +39,20 @@ async function receiver(key: Key, events: string[]) {
   receivers.push(server)
   const res = await env.request('POST', '/api/v1/webhooks/endpoints', { token: key.token, body: { url: `http://127.0.0.1:${server.port}/hook`, enabled_events: events } })
   expect(res.status).toBe(201)
-  const { secret } = await res.json()
+  const { id, secret } = await res.json()
   /** Every delivery, verified against the endpoint's secret (throws on a bad signature). */
   const verified = () => received.map((r) => new Webhook(secret).verify(r.body, r.headers) as { id: string; type: string; data: { object: any } })
-  return { received, verified }
+  /**
+   * Every event delivered before a marker sent now (the endpoint's test event) has arrived: what came before it,
+   * so a late duplicate shows (a fixed sleep could not tell "nothing more" from "not yet").
+   */
+  const settled = async () => {
+    const { event_id } = await (await env.request('POST', `/api/v1/webhooks/endpoints/${id}/test`, { token: key.token })).json()
+    await waitFor(async () => verified().some((e) => e.id === event_id), 10_000)
+    const all = verified()
+    return all.slice(0, all.findIndex((e) => e.id === event_id))
+  }
+  return { received, verified, settled }
 }
 
 async function environment(accountId: string) {
@@ -211,8 +221,7 @@ describe('alert evaluation', () => {
     expect(await (await env.request('GET', `/api/v1/environment/alerts/${alert.id}`, { token: key.token })).json()).toEqual(alert)
 
     await waitFor(async () => hooks.received.length >= 2, 5000)
-    await Bun.sleep(200)
-    const events = hooks.verified()
+    const events = await hooks.settled()
     expect(events.map((e) => e.type)).toEqual(['environment.alert.triggered', 'environment.alert.resolved'])
     expect(events[0]!.data.object).toMatchObject({ id: alert.id, state: 'open', resolved_at: null, window: alert.window, values: alert.values })
     expect(events[1]!.data.object).toEqual(alert)
@@ -251,8 +260,7 @@ describe('alert evaluation', () => {
       const [recovered] = (await list(key)).data
       expect(recovered).toMatchObject({ id: open[0].id, state: 'resolved', resolved_value: 27, resolved_reason: 'recovered' })
       await waitFor(async () => hooks.received.length >= 2, 5000)
-      await Bun.sleep(200)
-      expect(hooks.verified().map((e) => [e.type, e.data.object.id])).toEqual([['sensor_device.stale', open[0].id], ['sensor_device.recovered', open[0].id]])
+      expect((await hooks.settled()).map((e) => [e.type, e.data.object.id])).toEqual([['sensor_device.stale', open[0].id], ['sensor_device.recovered', open[0].id]])
     } finally {
       clock = Date.now()
     }

@@ -17,7 +17,8 @@ beforeAll(async () => {
 })
 afterAll(async () => { await env.close() })
 
-interface Received { headers: Record<string, string>; body: string; event: any }
+/** A delivery as the receiver saw it; `at` is when it arrived (epoch ms). */
+interface Received { headers: Record<string, string>; body: string; event: any; at: number }
 const receivers: ReturnType<typeof Bun.serve>[] = []
 afterEach(() => { for (const r of receivers.splice(0)) r.stop(true) })
 
@@ -28,7 +29,7 @@ function receiver(answer: (n: number) => number | Promise<number> = () => 204) {
     port: 0, hostname: '127.0.0.1',
     async fetch(request) {
       const body = await request.text()
-      received.push({ headers: Object.fromEntries(request.headers), body, event: JSON.parse(body) })
+      received.push({ headers: Object.fromEntries(request.headers), body, event: JSON.parse(body), at: Date.now() })
       return new Response(null, { status: await answer(received.length) })
     },
   })
@@ -44,6 +45,15 @@ async function endpoint(key: Key, url: string, events: string[] = ['*']) {
   return res.json()
 }
 const detail = async (key: Key, id: string) => (await env.request('GET', `/api/v1/webhooks/endpoints/${id}`, { token: key.token })).json()
+/**
+ * What `hook` received before a marker sent now (the endpoint's test event) arrived: so "nothing more came" is
+ * checked against an event that did come after, not against a fixed sleep that cannot tell "not yet" from "never".
+ */
+async function before(key: Key, endpointId: string, hook: { received: Received[] }): Promise<Received[]> {
+  const { event_id } = await (await env.request('POST', `/api/v1/webhooks/endpoints/${endpointId}/test`, { token: key.token })).json()
+  await waitFor(async () => hook.received.some((r) => r.event.id === event_id), 10_000)
+  return hook.received.slice(0, hook.received.findIndex((r) => r.event.id === event_id))
+}
 function verify(secret: string, r: Received) {
   return new Webhook(secret).verify(r.body, r.headers) as any
 }
@@ -113,11 +123,11 @@ describe('delivery', () => {
     const created = await endpoint(key, hook.url, ['animal.created'])
     await env.request('POST', '/api/v1/animals', { token: key.token, body: { name: 'Rex', species_id: 'pogona-vitticeps' } })
     await waitFor(async () => (await detail(key, created.id)).deliveries.succeeded === 1, 10_000)
-    await Bun.sleep(200)
-    expect(hook.received).toHaveLength(3)
-    expect(new Set(hook.received.map((r) => r.event.id)).size).toBe(1)
     const report = await detail(key, created.id)
     expect(report.deliveries).toEqual({ pending: 0, succeeded: 1, failed: 0 })
+    const attempts = await before(key, created.id, hook)
+    expect(attempts).toHaveLength(3)
+    expect(new Set(attempts.map((r) => r.event.id)).size).toBe(1)
     expect(report.recent_attempts.map((a: any) => a.status_code)).toEqual([200, 500, 500])
     expect(report.status).toBe('enabled')
   })
@@ -155,7 +165,7 @@ describe('delivery', () => {
     const a = receiver()
     const b = receiver()
     const first = await endpoint(key, a.url, ['animal.created'])
-    await endpoint(key, b.url)
+    const second = await endpoint(key, b.url)
     const rotated = await (await env.request('PATCH', `/api/v1/webhooks/endpoints/${first.id}`, { token: key.token, body: { rotate_secret: true } })).json()
     expect(rotated.secret).toMatch(/^whsec_/)
     expect(rotated.secret).not.toBe(first.secret)
@@ -167,8 +177,8 @@ describe('delivery', () => {
     expect(verify(rotated.secret, a.received[0]!)).toBeTruthy()
     expect(verify(first.secret, a.received[0]!)).toBeTruthy()
     expect(a.received[0]!.headers['webhook-signature']!.split(' ')).toHaveLength(2)
-    await Bun.sleep(100)
-    expect(b.received).toEqual([])
+    // b's own test event, sent after a's: nothing of a's reached b before it.
+    expect(await before(key, second.id, b)).toEqual([])
   })
 })
 
@@ -176,7 +186,7 @@ describe('dispatchers', () => {
   test('two dispatchers against one database deliver each event exactly once', async () => {
     const key = await env.account({ scopes: SCOPES })
     const hook = receiver()
-    await endpoint(key, hook.url, ['animal.created'])
+    const created = await endpoint(key, hook.url, ['animal.created'])
     await env.deps.dispatcher.stop()
     try {
       for (let i = 0; i < 25; i++) await env.request('POST', '/api/v1/animals', { token: key.token, body: { name: `n${i}`, species_id: 'python-regius' } })
@@ -184,9 +194,9 @@ describe('dispatchers', () => {
       const third = new Dispatcher(env.deps.database, env.config, createLogger('error'))
       second.start(); third.start()
       await waitFor(async () => hook.received.length >= 25, 15_000)
-      await Bun.sleep(200)
+      // A marker delivered by the same two dispatchers: any duplicate of the 25 would have come before it.
+      const ids = (await before(key, created.id, hook)).map((r) => r.event.id)
       await Promise.all([second.stop(), third.stop()])
-      const ids = hook.received.map((r) => r.event.id)
       expect(ids).toHaveLength(25)
       expect(new Set(ids).size).toBe(25)
     } finally {
@@ -202,11 +212,12 @@ describe('dispatchers', () => {
     try {
       await env.request('POST', '/api/v1/animals', { token: key.token, body: { name: 'stuck', species_id: 'python-regius' } })
       // What a crashed dispatcher leaves behind: an attempt counted and a lease, and nobody to finish it.
-      await env.deps.database.query(`update webhook_deliveries set attempts = 1, locked_until = now() + interval '300 milliseconds' where endpoint_id = $1`, [created.id])
+      const [lease] = await env.deps.database.query<{ until: Date | string }>(
+        `update webhook_deliveries set attempts = 1, locked_until = now() + interval '500 milliseconds' where endpoint_id = $1 returning locked_until as until`, [created.id])
       env.deps.dispatcher.start()
-      await Bun.sleep(150)
-      expect(hook.received).toHaveLength(0)
       await waitFor(async () => hook.received.length === 1, 10_000)
+      // Not before the lease ran out (the database's clock and ours are this machine's), however slow the machine.
+      expect(hook.received[0]!.at).toBeGreaterThanOrEqual(new Date(lease!.until).getTime())
       await waitFor(async () => (await detail(key, created.id)).deliveries.succeeded === 1, 10_000)
     } finally {
       env.deps.dispatcher.start()
