@@ -10,7 +10,10 @@ import { createDeps, type Deps } from './deps.ts'
 import { fillDemoAccount } from './tools/demo-data.ts'
 import { IMPORT_AREA_NAMES, ImportError, accountHasAnimals, formatOf, importArea, importRecords, parseImportFile } from './tools/importer.ts'
 
-const USAGE = `usage: bun run cli <command> [options]
+/** How the person ran us, for the usage lines: `npm run cli --` through npm (its user agent says so), else Bun's. */
+const RUN = process.env.npm_config_user_agent?.startsWith('npm/') ? 'npm run cli --' : 'bun run cli'
+
+const USAGE = `usage: ${RUN} <command> [options]
 
   accounts create --name NAME [--plan free|keeper|breeder|professional] [--email E] [--allowlisted]
   accounts list
@@ -44,7 +47,7 @@ function usageLineOf(words: string[]): string | undefined {
 /** A usage error says what is wrong and how to call that one command (the whole list is `help`). */
 function usageMessage(error: UsageError, words: string[]): string {
   const line = usageLineOf(words)
-  return line ? `${error.message}\nusage: bun run cli ${line}` : `${error.message}\nrun "bun run cli help" to list the commands`
+  return line ? `${error.message}\nusage: ${RUN} ${line}` : `${error.message}\nrun "${RUN} help" to list the commands`
 }
 
 function need(value: string | undefined, what: string): string {

@@ -43,6 +43,9 @@ export function isForbiddenAddress(address: string): boolean {
 export type Resolver = (host: string) => Promise<string[]>
 export const systemResolver: Resolver = async (host) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address)
 
+/** How a developer reaches a receiver on their own machine, said where a URL is refused for being local or http. */
+const LOCAL_DEVELOPMENT = ' (for local development, the service started with WEBHOOK_ALLOW_PRIVATE=1 takes http and loopback receivers)'
+
 /** A URL that passed the guard, with the address it resolved to: deliveries connect there and nowhere else. */
 export interface CheckedUrl { url: URL; address: string }
 
@@ -52,7 +55,7 @@ export async function checkUrl(url: string, allowPrivate: boolean, resolve: Reso
   try { parsed = new URL(url) } catch { return { problem: 'is not a URL' } }
   if (parsed.username || parsed.password) return { problem: 'must not carry credentials' }
   const schemeAllowed = parsed.protocol === 'https:' || (allowPrivate && parsed.protocol === 'http:')
-  if (!schemeAllowed) return { problem: 'must be an https URL' }
+  if (!schemeAllowed) return { problem: `must be an https URL${LOCAL_DEVELOPMENT}` }
   const host = parsed.hostname.replace(/^\[|\]$/g, '')
   let addresses: string[]
   try {
@@ -62,7 +65,7 @@ export async function checkUrl(url: string, allowPrivate: boolean, resolve: Reso
   }
   if (!addresses.length) return { problem: 'has a host name that does not resolve' }
   // Every address the name has must be allowed, not only the one we use: the check must not depend on the order.
-  if (!allowPrivate && addresses.some(isForbiddenAddress)) return { problem: 'resolves to a private, loopback, link-local or reserved address' }
+  if (!allowPrivate && addresses.some(isForbiddenAddress)) return { problem: `resolves to a private, loopback, link-local or reserved address${LOCAL_DEVELOPMENT}` }
   return { url: parsed, address: addresses[0]! }
 }
 

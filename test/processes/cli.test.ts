@@ -22,6 +22,9 @@ describe('operator CLI', () => {
     const help = await runCli(['help'], cliEnv)
     expect(help.code).toBe(0)
     expect(help.stdout).toContain('keys create ACCOUNT_ID')
+    // Run through npm (its user agent in the environment), the lines say how to run it that way.
+    const throughNpm = await runCli(['keys', 'list'], { ...cliEnv, npm_config_user_agent: 'npm/11.19.1 node/v20.20.2 linux x64' })
+    expect(throughNpm.stderr).toBe('missing ACCOUNT_ID\nusage: npm run cli -- keys list ACCOUNT_ID\n')
   }, 60_000)
 
   test('keys list starts with a header row naming its columns', async () => {
