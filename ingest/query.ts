@@ -57,7 +57,7 @@ const Query = t.Object({
   from: t.Optional(t.String({ format: 'date-time', description: 'Inclusive; default 24 hours before `to`.' })),
   to: t.Optional(t.String({ format: 'date-time', description: 'Exclusive; default now.' })),
   interval: t.Optional(oneOf(Object.keys(INTERVALS) as [keyof typeof INTERVALS], 'Bucket width: one row per bucket per series (device, channel), aligned to UTC.')),
-  agg: t.Optional(t.String({ pattern: `^(${AGGREGATES.join('|')})(,(${AGGREGATES.join('|')}))*$`, description: 'With `interval`: comma-separated aggregates (default avg).' })),
+  agg: t.Optional(t.String({ pattern: `^(${AGGREGATES.join('|')})(,(${AGGREGATES.join('|')}))*$`, description: 'With `interval`: comma-separated aggregates (default avg).', examples: ['avg,max'] })),
   fill: t.Optional(oneOf([...FILLS], 'With `interval`: `none` (default) lists only buckets holding readings; `null` and `previous` list every bucket of the window for every series with a reading in the window, so gaps show. An empty bucket has `count` 0 and its other aggregates absent (`null`) or carried from the series\' latest earlier bucket in the window (`previous`; absent before its first reading); its `metric` and `environment_id` are those of that earlier bucket.')),
   latest: t.Optional(t.Boolean({ description: 'The newest reading per series in the window (default window: all time). JSON only.' })),
   format: t.Optional(oneOf(['json', 'csv'], 'Response format; overrides `Accept`. Without it, `Accept: text/csv` preferred over JSON (by q-value) answers CSV; any other `Accept`, including types this operation cannot produce, answers JSON (no 406).')),

@@ -138,7 +138,7 @@ export async function purgeExpiredIdempotencyKeys(deps: Deps): Promise<void> {
 /** The request header of a create that honours Idempotency-Key. */
 export const IdempotencyHeaders = t.Object({
   'idempotency-key': t.Optional(t.String({
-    minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$',
+    minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$', examples: ['3f2c9a4e-7b1d-4c55-9e0a-2d6f1b8c7e41'],
     description: 'Makes a retry safe: within 24 h the same key returns the first response (with `Idempotent-Replayed: true`) instead of writing again; the same key with a different body is 422, and while the first request is still running 409.',
   })),
 })

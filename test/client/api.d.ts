@@ -745,12 +745,13 @@ export interface components {
             animal_id: string;
             /**
              * @description An `/activity-types` id.
-             * @example feeding
+             * @example weight
              */
             type: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             occurred_at: string;
             /**
@@ -766,11 +767,13 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
@@ -779,12 +782,13 @@ export interface components {
             animal_id: string;
             /**
              * @description An `/activity-types` id.
-             * @example feeding
+             * @example weight
              */
             type: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             occurred_at?: string;
             /**
@@ -844,6 +848,7 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             triggered_at: string;
             /** @description threshold: from the first out-of-range reading to the one that opened the alert; stale: from the newest reading (or when watching began) to when the silence was noticed. */
@@ -851,11 +856,13 @@ export interface components {
                 /**
                  * Format: date-time
                  * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+                 * @example 2026-11-21T10:00:00.000Z
                  */
                 from: string;
                 /**
                  * Format: date-time
                  * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+                 * @example 2026-11-21T10:00:00.000Z
                  */
                 to: string;
             };
@@ -870,6 +877,7 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             resolved_at: string | null;
             /** @description The value of the reading that closed it. */
@@ -882,11 +890,13 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
@@ -924,11 +934,13 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
@@ -995,11 +1007,13 @@ export interface components {
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             birth_date: string | null;
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             acquired_date: string | null;
             /** @description Latest recorded weight, from the newest weight activity. */
@@ -1007,6 +1021,7 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             weighed_at: string | null;
             /**
@@ -1034,11 +1049,13 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
@@ -1141,33 +1158,39 @@ export interface components {
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             paired_on: string | null;
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             separated_on: string | null;
             locks_observed: number;
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             ovulation_on: string | null;
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             pre_lay_shed_on: string | null;
             notes: string | null;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
@@ -1224,6 +1247,7 @@ export interface components {
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             laid_on: string;
             egg_count: number;
@@ -1239,22 +1263,26 @@ export interface components {
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             expected_hatch_on: string | null;
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             hatched_on: string | null;
             notes: string | null;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
@@ -1272,7 +1300,10 @@ export interface components {
             city: string | null;
             region: string | null;
             postal_code: string | null;
-            /** @description ISO 3166-1 alpha-2. */
+            /**
+             * @description ISO 3166-1 alpha-2.
+             * @example DE
+             */
             country: string | null;
             /** @description Free-form labels, at most 50. */
             tags: string[];
@@ -1280,11 +1311,13 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
@@ -1301,16 +1334,19 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             last_seen_at: string | null;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
             /** @description The device key, shown this once. Null when pairing with `claim_code`: the key then goes to the device through its poll. */
@@ -1332,14 +1368,19 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
-            /** @description The signing secret (Standard Webhooks), shown only here. */
+            /**
+             * @description The signing secret (Standard Webhooks), shown only here.
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
             secret: string;
         };
         Device: {
@@ -1355,21 +1396,27 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             last_seen_at: string | null;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
         DeviceChannel: {
-            /** @description The name the device reports the channel under, e.g. `t1`. */
+            /**
+             * @description The name the device reports the channel under, e.g. `t1`.
+             * @example t1
+             */
             key: string;
             /** @description A `/environment/metrics` id; null leaves the channel unmapped. */
             metric: string | null;
@@ -1386,7 +1433,10 @@ export interface components {
             model?: string | null;
             hardware_id?: string | null;
             channels?: {
-                /** @description The name the device reports the channel under, e.g. `t1`. */
+                /**
+                 * @description The name the device reports the channel under, e.g. `t1`.
+                 * @example t1
+                 */
                 key: string;
                 metric?: string | null;
                 unit?: string | null;
@@ -1402,7 +1452,10 @@ export interface components {
             hardware_id?: string | null;
             /** @description Replaces the whole list; null clears it. */
             channels?: {
-                /** @description The name the device reports the channel under, e.g. `t1`. */
+                /**
+                 * @description The name the device reports the channel under, e.g. `t1`.
+                 * @example t1
+                 */
                 key: string;
                 metric?: string | null;
                 unit?: string | null;
@@ -1429,7 +1482,10 @@ export interface components {
             /** @example application/pdf */
             content_type: string;
             size_bytes: number;
-            /** @description Hex SHA-256 of the file, to verify a download. */
+            /**
+             * @description Hex SHA-256 of the file, to verify a download.
+             * @example 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+             */
             sha256: string | null;
             /**
              * Format: uri
@@ -1439,17 +1495,20 @@ export interface components {
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             issued_on: string | null;
             notes: string | null;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
@@ -1476,11 +1535,13 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
@@ -1513,16 +1574,19 @@ export interface components {
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             issued_on: string;
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             due_on: string | null;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             paid_at: string | null;
             line_items: {
@@ -1548,11 +1612,13 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
@@ -1623,11 +1689,13 @@ export interface components {
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             diagnosed_on: string;
             /**
              * Format: date
              * @description A calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31.
+             * @example 2026-11-21
              */
             resolved_on: string | null;
             veterinarian: string | null;
@@ -1636,11 +1704,13 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
@@ -1691,6 +1761,7 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             ts: string;
             device_id: string;
@@ -1750,14 +1821,19 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
-            /** @description The new signing secret, present only after `rotate_secret` (shown this once). */
+            /**
+             * @description The new signing secret, present only after `rotate_secret` (shown this once).
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
             secret?: string;
         };
         WebhookEndpoint: {
@@ -1776,11 +1852,13 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
         };
@@ -1807,11 +1885,13 @@ export interface components {
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             created_at: string;
             /**
              * Format: date-time
              * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+             * @example 2026-11-21T10:00:00.000Z
              */
             updated_at: string;
             /** @description Deliveries to this endpoint by state. */
@@ -1828,6 +1908,7 @@ export interface components {
                 /**
                  * Format: date-time
                  * @description RFC 3339 date-time from 0001-01-01 to 9999-12-31 in UTC (answers use UTC with milliseconds).
+                 * @example 2026-11-21T10:00:00.000Z
                  */
                 attempted_at: string;
                 /** @description null when no answer came (timeout, refused connection, refused URL). */

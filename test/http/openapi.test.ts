@@ -25,10 +25,25 @@ describe('OpenAPI document', () => {
     const config = await createConfig({
       extends: ['recommended'],
       // Public platform endpoints (status, health, this document) have no client error to describe.
-      rules: { 'operation-4xx-response': 'off' },
+      // Every example must validate against its schema (the docs page shows them; a client may copy them).
+      rules: { 'operation-4xx-response': 'off', 'no-invalid-schema-examples': 'error', 'no-invalid-media-type-examples': 'error', 'no-invalid-parameter-examples': 'error' },
     })
     const problems = await lintFromString({ source: text, absoluteRef: 'openapi.json', config })
     expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer}`)).toEqual([])
+  })
+
+  test('every string with a pattern has an example, so the docs page never makes one up from the pattern', () => {
+    // Swagger UI samples a patterned string by generating a match: 6896-55-76T36:74:17Z for an instant.
+    const missing: string[] = []
+    const walk = (node: unknown, at: string) => {
+      if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${at}/${i}`))
+      if (!node || typeof node !== 'object') return
+      const s = node as Record<string, any>
+      if (s.type === 'string' && typeof s.pattern === 'string' && !(Array.isArray(s.examples) && s.examples.length) && s.example === undefined) missing.push(at)
+      for (const [key, value] of Object.entries(s)) walk(value, `${at}/${key}`)
+    }
+    walk(doc, '')
+    expect(missing).toEqual([])
   })
 
   test('lists exactly the routes the server serves', async () => {

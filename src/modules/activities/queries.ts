@@ -4,7 +4,9 @@ import { t, type Static } from 'elysia'
 import { pageQuery } from '../../http/schemas.ts'
 import { UpdatedSince } from '../../records/fields.ts'
 
-export const TypeId = t.String({ minLength: 1, maxLength: 50, description: 'An `/activity-types` id.', examples: ['feeding'] })
+// The docs page composes an activity's sample from this example and details' ({ grams }): a weighing, which the
+// API takes (a feeding with { grams } it refuses).
+export const TypeId = t.String({ minLength: 1, maxLength: 50, description: 'An `/activity-types` id.', examples: ['weight'] })
 
 export const ActivityListQuery = t.Object({
   ...pageQuery(),

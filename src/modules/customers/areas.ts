@@ -20,7 +20,7 @@ export const Contact = t.Object({
   city: nullable(t.String({ maxLength: 100 })),
   region: nullable(t.String({ maxLength: 100 })),
   postal_code: nullable(t.String({ maxLength: 20 })),
-  country: nullable(t.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2.' })),
+  country: nullable(t.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2.', examples: ['DE'] })),
   tags: Tags,
   notes: nullable(Notes),
   created_at: Instant,

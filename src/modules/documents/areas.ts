@@ -16,7 +16,7 @@ export const Document = t.Object({
   file_name: t.String({ minLength: 1, maxLength: 255 }),
   content_type: t.String({ minLength: 1, maxLength: 100, examples: ['application/pdf'] }),
   size_bytes: JsonInteger({ minimum: 0 }),
-  sha256: nullable(t.String({ pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the file, to verify a download.' })),
+  sha256: nullable(t.String({ pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the file, to verify a download.', examples: ['9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'] })),
   url: nullable(t.String({ format: 'uri', maxLength: 2000, description: 'Where the file can be downloaded.' })),
   issued_on: nullable(DateOnly),
   notes: nullable(Notes),

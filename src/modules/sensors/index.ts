@@ -13,7 +13,7 @@ import { IdOf, Instant, UpdatedSince, nullable, oneOf } from '../../records/fiel
 import { CLAIM_TTL_SECONDS, POLL_INTERVAL_SECONDS, VERIFICATION_PATH, pollClaim, startClaim } from './pairing.ts'
 import { createDevice, deleteDevice, getDevice, listDevices, presentDevice, updateDevice } from './service.ts'
 
-const ChannelKey = t.String({ minLength: 1, maxLength: 32, pattern: '^[A-Za-z0-9_.-]+$', description: 'The name the device reports the channel under, e.g. `t1`.' })
+const ChannelKey = t.String({ minLength: 1, maxLength: 32, pattern: '^[A-Za-z0-9_.-]+$', description: 'The name the device reports the channel under, e.g. `t1`.', examples: ['t1'] })
 const Channel = t.Object({
   key: ChannelKey,
   metric: nullable(t.String({ maxLength: 50, description: 'A `/environment/metrics` id; null leaves the channel unmapped.' })),

@@ -30,9 +30,9 @@ const Endpoint = t.Object({
   updated_at: Instant,
 }, { $id: '#/components/schemas/WebhookEndpoint' })
 
-const Secret = t.String({ pattern: '^whsec_', description: 'The signing secret (Standard Webhooks), shown only here.' })
+const Secret = t.String({ pattern: '^whsec_', description: 'The signing secret (Standard Webhooks), shown only here.', examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] })
 const CreatedEndpoint = t.Composite([Endpoint, t.Object({ secret: Secret })], { $id: '#/components/schemas/CreatedWebhookEndpoint' })
-const UpdatedEndpoint = t.Composite([Endpoint, t.Object({ secret: t.Optional(t.String({ pattern: '^whsec_', description: 'The new signing secret, present only after `rotate_secret` (shown this once).' })) })], { $id: '#/components/schemas/UpdatedWebhookEndpoint' })
+const UpdatedEndpoint = t.Composite([Endpoint, t.Object({ secret: t.Optional(t.String({ pattern: '^whsec_', examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'], description: 'The new signing secret, present only after `rotate_secret` (shown this once).' })) })], { $id: '#/components/schemas/UpdatedWebhookEndpoint' })
 const EndpointDetail = t.Composite([Endpoint, t.Object({
   deliveries: t.Object({ pending: JsonInteger(), succeeded: JsonInteger(), failed: JsonInteger() }, { description: 'Deliveries to this endpoint by state.' }),
   recent_attempts: t.Array(t.Object({
