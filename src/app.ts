@@ -29,6 +29,7 @@ import { alertsModule } from './modules/alerts/index.ts'
 import { animalsModule } from './modules/animals/index.ts'
 import { platformModule } from './modules/platform/index.ts'
 import { webhooksModule } from './modules/webhooks/index.ts'
+import { eventsModule } from './modules/events/index.ts'
 import { referenceModule } from './modules/reference/index.ts'
 import { sensorsModule } from './modules/sensors/index.ts'
 import { READ_ONLY_AREAS } from './records/all-areas.ts'
@@ -166,6 +167,7 @@ export function createApp(deps: Deps) {
     .use(readingsRoutes(deps))
     .use(alertsModule(deps))
     .use(webhooksModule(deps))
+    .use(eventsModule(deps))
     .get(`${API_PREFIX}/openapi.json`, () => publishedDocument(), {
       response: { 200: t.Record(t.String(), t.Unknown(), { description: 'OpenAPI 3.1 document.' }) },
       detail: op({ operationId: 'getOpenApiDocument', summary: 'This OpenAPI 3.1 document', tags: ['Platform'], auth: 'public' }),
