@@ -46,6 +46,11 @@ export class DeviceDirectory {
     return pending
   }
 
+  /** When this process last saw the device report, if it has not written that back yet (at most a second). */
+  pendingLastSeen(deviceId: string): number | undefined {
+    return this.sightings.get(deviceId)?.lastSeen
+  }
+
   /** Notes that a device reported, and which of its channels arrived without a mapping. */
   seen(device: DeviceInfo, unmapped: ReadonlySet<string>) {
     let sighting = this.sightings.get(device.id)

@@ -35,7 +35,7 @@ export function page({ title, nav, body }: Frame): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Husbandry Records console</title>
-<link rel="stylesheet" href="${ASSET_PATH}/console.css"><script src="${ASSET_PATH}/console.js" defer></script></head>
+<link rel="icon" href="${ASSET_PATH}/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="${ASSET_PATH}/console.css"><script src="${ASSET_PATH}/console.js" defer></script></head>
 <body><header><span class="brand">Husbandry Records</span>${nav ? html`
 <nav>${link('keys', 'API', 'keys')}${link('devices', 'Devices', 'devices')}${link('activate', 'Activate a device', 'activate')}</nav>
 <form method="post" action="${CONSOLE_PATH}/sign-out" class="sign-out"><input type="hidden" name="csrf" value="${nav.csrf}">
@@ -107,3 +107,6 @@ document.addEventListener('click', async (event) => {
   catch { const range = document.createRange(); range.selectNodeContents(document.getElementById(button.dataset.copy)); getSelection().removeAllRanges(); getSelection().addRange(range); button.textContent = 'Selected: press Ctrl+C' }
 })
 `
+
+/** The console's icon: a green leaf on a dark disc, drawn here (nothing loads from elsewhere). */
+export const FAVICON_SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><circle cx="16" cy="16" r="16" fill="#1f2a24"/><path d="M9 22c0-8 6-13 15-13-1 9-6 15-13 15l-2 2-1-1 2-2c-.7-.3-1-.6-1-1z" fill="#5fbf7f"/></svg>'

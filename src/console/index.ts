@@ -16,7 +16,7 @@ import { isId } from '../ids.ts'
 import { planHasAccess, rateLimitFor } from '../plans.ts'
 import { DeviceCreate } from '../modules/sensors/index.ts'
 import { createDevice, getDevice, listDevices, presentDevice } from '../modules/sensors/service.ts'
-import { ASSET_PATH, CONSOLE_CSS, CONSOLE_JS, CONSOLE_PATH, Html, html, notice, page, type Frame } from './html.ts'
+import { ASSET_PATH, CONSOLE_CSS, CONSOLE_JS, CONSOLE_PATH, FAVICON_SVG, Html, html, notice, page, type Frame } from './html.ts'
 import { activateBody, devicesBody, deviceBody, errorBody, keysBody, pairedBody, readingsChart, signInBody, type ChannelRowInput } from './pages.ts'
 import { pathAndQueryOf } from '../http/request-url.ts'
 import {
@@ -135,6 +135,7 @@ export function consoleModule(deps: Deps) {
 
   return new Elysia({ name: 'console' })
     .get(`${ASSET_PATH}/console.css`, ({ set }) => { set.headers['content-type'] = 'text/css; charset=utf-8'; return CONSOLE_CSS }, { detail: { hide: true } })
+    .get(`${ASSET_PATH}/favicon.svg`, ({ set }) => { set.headers['content-type'] = 'image/svg+xml'; set.headers['cache-control'] = 'public, max-age=86400'; return FAVICON_SVG }, { detail: { hide: true } })
     .get(`${ASSET_PATH}/console.js`, ({ set }) => { set.headers['content-type'] = 'text/javascript; charset=utf-8'; return CONSOLE_JS }, { detail: { hide: true } })
     .get(CONSOLE_PATH, (c) => redirect(c, `${CONSOLE_PATH}/keys`), { detail: { hide: true } })
 
@@ -245,6 +246,10 @@ export function consoleModule(deps: Deps) {
       const buckets = await deps.readings.buckets({ accountId: viewer.session.accountId, deviceId: row.id, from: now - 24 * 3600 * 1000, to: now + 5 * 60 * 1000 }, { intervalMs: 15 * 60 * 1000, aggregates: ['avg'], fill: 'none' }, 2000)
       const points = buckets.map((b) => ({ ts: b.ts, channel: b.channel, metric: b.metric, value: b.avg! }))
       const places = new Map((await environmentsOf(viewer.session.accountId)).map((e) => [e.id, e.name]))
-      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody(presentDevice(row), places, readingsChart(points)) })
+      // A sighting this process has not written back yet (once a second) is newer than the row's: right after a
+      // device's first readings, the page said "never" for up to a second.
+      const pending = deps.ingest.devices.pendingLastSeen(row.id)
+      const seen = pending !== undefined && (!row.last_seen_at || row.last_seen_at.getTime() < pending) ? { ...row, last_seen_at: new Date(pending) } : row
+      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody(presentDevice(seen), places, readingsChart(points)) })
     }), { params: t.Object({ id: t.String() }), detail: { hide: true } })
 }

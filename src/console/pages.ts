@@ -8,6 +8,8 @@ import { CONSOLE_PATH, Html, html, notice } from './html.ts'
 
 type PresentedDevice = ReturnType<typeof presentDevice>
 
+/** "1 active key", "2 active keys". */
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`
 const when = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : 'never')
 const csrfField = (csrf: string) => html`<input type="hidden" name="csrf" value="${csrf}">`
 const tags = (names: readonly string[]) => names.length ? names.map((n) => html`<span class="tag">${n}</span>`) : html`<span class="muted">none</span>`
@@ -46,7 +48,7 @@ ${input.message ?? ''}
 <div><dt>API access</dt><dd>${facts.apiAccess ? 'yes' : 'no: needs the Breeder plan or above'}</dd></div>
 <div><dt>Rate limit, personal keys</dt><dd>${facts.personalLimit} requests / ${facts.windowSeconds} s per key</dd></div>
 <div><dt>Rate limit, device keys</dt><dd>${facts.deviceLimit} requests / ${facts.windowSeconds} s per device</dd></div>
-<div><dt>Usage</dt><dd>${facts.usage.activeKeys} active keys · ${facts.usage.devices} devices · ${facts.usage.animals} animals</dd></div>
+<div><dt>Usage</dt><dd>${count(facts.usage.activeKeys, 'active key')} · ${count(facts.usage.devices, 'device')} · ${count(facts.usage.animals, 'animal')}</dd></div>
 </dl></section>
 <section><h2>Create a key</h2><form method="post" action="${CONSOLE_PATH}/keys">${csrfField(input.csrf)}
 <label for="name">Name</label><input type="text" id="name" name="name" maxlength="100" required placeholder="e.g. feeding app" value="${input.form?.name ?? ''}">

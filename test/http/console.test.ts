@@ -309,3 +309,29 @@ test('a JSON body with non-text fields is refused like a form without its token,
   expect(res.status).toBe(403)
   expect((await listKeys(env.deps.database.db, accountId)).length).toBe(before)
 })
+
+describe('small things a person sees', () => {
+  test('every page names the favicon, which is served from here; counts read "1 active key", not "1 active keys"', async () => {
+    const { token } = await consoleAccount()
+    const { cookie } = await signIn(token)
+    const page = await (await get('/console/keys', cookie)).text()
+    expect(page).toContain('<link rel="icon" href="/console/assets/favicon.svg" type="image/svg+xml">')
+    const icon = await get('/console/assets/favicon.svg')
+    expect(icon.status).toBe(200)
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml')
+    expect(await icon.text()).toStartWith('<svg')
+    expect(page).toMatch(/\b1 active key ·/)
+    expect(page).toMatch(/\b0 devices · 0 animals/)
+  })
+
+  test('a device page right after its first readings shows it as seen, not "never"', async () => {
+    const { token } = await consoleAccount()
+    const { cookie } = await signIn(token)
+    const device = await (await env.request('POST', '/api/v1/sensors/devices', { token, body: { name: 'Fresh', channels: [{ key: 't1', metric: 'temperature' }] } })).json()
+    expect((await env.request('POST', '/api/v1/sensors/readings', { token: device.key, body: { readings: [{ channel: 't1', value: 25 }] } })).status).toBe(202)
+    // At once: the sighting is written back to the database within a second, and the page does not wait for it.
+    const page = await (await get(`/console/devices/${device.id}`, cookie)).text()
+    expect(page).toMatch(/<dt>Last seen<\/dt><dd>\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC<\/dd>/)
+  })
+})
+
