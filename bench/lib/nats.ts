@@ -33,11 +33,11 @@ function node(spec: NodeSpec, dir: string): NatsNode {
     name: spec.name,
     url: `nats://127.0.0.1:${spec.port}`,
     async start() {
-      proc = Bun.spawn(args, { stdout: 'ignore', stderr: 'ignore' })
+      proc = Bun.spawn(args, { stdout: 'ignore', stderr: 'pipe' })
       const deadline = Date.now() + 20_000
       // Up when it answers on its monitoring port (JetStream's own health follows once the cluster has a leader).
       while (true) {
-        if (proc.exitCode !== null) throw new Error(`nats-server ${spec.name} exited with ${proc.exitCode}`)
+        if (proc.exitCode !== null) throw new Error(`nats-server ${spec.name} exited with ${proc.exitCode}: ${(await new Response(proc.stderr as ReadableStream).text()).trim().slice(-500)}`)
         const up = await fetch(`http://127.0.0.1:${spec.monitorPort}/varz`).then((r) => r.ok, () => false)
         if (up) return
         if (Date.now() > deadline) { proc.kill('SIGKILL'); throw new Error(`nats-server ${spec.name} did not start within 20 s`) }
@@ -75,17 +75,46 @@ export interface NatsDeployment {
   close(): Promise<void>
 }
 
-/** One server (`size` 1) or a cluster of `size` servers routed to one another. */
+/** Ports nobody listens on right now, all different (the kernel may hand one out twice in a row). */
+function distinctFreePorts(count: number): number[] {
+  const ports = new Set<number>()
+  while (ports.size < count) ports.add(freePort())
+  return [...ports]
+}
+
+/**
+ * One server (`size` 1) or a cluster of `size` servers routed to one another. A free port can be taken by someone
+ * else between our probe and the server's bind (other tests run beside): a start that fails is tried again on
+ * other ports, twice.
+ */
 export async function startNats(size = 1): Promise<NatsDeployment> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNatsOnce(size)
+    } catch (error) {
+      if (attempt === 3) throw error
+      console.warn(`nats: start ${attempt} of 3 failed, trying other ports: ${String(error)}`)
+    }
+  }
+}
+
+async function startNatsOnce(size: number): Promise<NatsDeployment> {
   if (!NATS_SERVER) throw new Error('nats-server is not installed (apt-get install nats-server)')
   const dir = mkdtempSync(join(tmpdir(), 'hrs-nats-'))
-  const ports = Array.from({ length: size }, () => ({ port: freePort(), monitorPort: freePort(), clusterPort: size > 1 ? freePort() : undefined }))
+  const free = distinctFreePorts(size * 3)
+  const ports = Array.from({ length: size }, (_, i) => ({ port: free[3 * i]!, monitorPort: free[3 * i + 1]!, clusterPort: size > 1 ? free[3 * i + 2] : undefined }))
   const nodes = ports.map((p, i) => node({
     name: `n${i + 1}`, port: p.port, monitorPort: p.monitorPort,
     ...(size > 1 ? { clusterName: 'hrs', clusterPort: p.clusterPort, routes: ports.filter((_, j) => j !== i).map((q) => q.clusterPort!) } : {}),
   }, dir))
-  await Promise.all(nodes.map((n) => n.start()))
-  await jetStreamReady(ports.map((p) => p.monitorPort))
+  try {
+    await Promise.all(nodes.map((n) => n.start()))
+    await jetStreamReady(ports.map((p) => p.monitorPort))
+  } catch (error) {
+    await Promise.all(nodes.map((n) => n.kill()))
+    rmSync(dir, { recursive: true, force: true })
+    throw error
+  }
   return {
     nodes,
     servers: nodes.map((n) => n.url).join(','),
