@@ -62,6 +62,13 @@ describe('cross-account isolation', () => {
       '/api/v1/sensors/devices/{id}': async () => (await (await env.request('POST', '/api/v1/sensors/devices', { token: owner.token, body: { name: 'Mine' } })).json()).id,
       '/api/v1/webhooks/endpoints/{id}': webhookEndpoint,
       '/api/v1/webhooks/endpoints/{id}/test': webhookEndpoint,
+      '/api/v1/webhooks/endpoints/{id}/attempts': webhookEndpoint,
+      '/api/v1/webhooks/endpoints/{id}/recover': webhookEndpoint,
+      '/api/v1/webhooks/endpoints/{id}/resend': webhookEndpoint,
+      '/api/v1/events/{id}': async () => {
+        await env.request('POST', '/api/v1/animals', { token: owner.token, body: { name: 'Evented', species_id: 'python-regius' } })
+        return (await (await env.request('GET', '/api/v1/events?limit=1', { token: owner.token })).json()).data[0].id
+      },
       '/api/v1/environment/alert-rules/{id}': async () => (await alertRule()).rule.id,
       '/api/v1/environment/alerts/{id}': alert,
     }
@@ -72,11 +79,12 @@ describe('cross-account isolation', () => {
       const id = await makers[path]!()
       const url = path.replace('{id}', id)
       // The record itself is read at its own path (an action path such as …/test has no GET).
-      const recordUrl = url.replace(/\/test$/, '')
+      const recordUrl = url.replace(/\/(test|attempts|recover|resend)$/, '')
       const before = await (await env.request('GET', recordUrl, { token: owner.token })).text()
       for (const method of Object.keys(doc.paths[path]).map((m) => m.toUpperCase())) {
         // A body the route accepts, so the refusal is about whose record it is, not about the body.
-        const body = method === 'PATCH' ? (path.startsWith('/api/v1/webhooks') ? { description: 'stolen' } : { name: 'stolen' }) : undefined
+        const body = method === 'PATCH' ? (path.startsWith('/api/v1/webhooks') ? { description: 'stolen' } : { name: 'stolen' })
+          : path.endsWith('/recover') ? { since: '2026-01-01T00:00:00Z' } : path.endsWith('/resend') ? { event_id: 'evt_01jd8x3m5v6w7y8z9a0b1c2d3e' } : undefined
         const res = await env.request(method, url, { token: stranger.token, body })
         const refused = await problem(res, 404, 'not_found')
         expect(JSON.stringify(refused)).not.toContain(owner.accountId)
