@@ -3,12 +3,19 @@
 // learns in return (last seen, channels that arrived unmapped) is written back in the background, coalesced.
 import { and, eq, isNull, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
-import { sensorDevices } from '../db/schema/index.ts'
+import { sensorDevices, type DeviceChannel } from '../db/schema/index.ts'
 import { DEVICE_CHANNEL } from '../src/kv/channels.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
 
 export interface ChannelMapping { metric: string | null; environmentId: string | null }
-export interface DeviceInfo { id: string; accountId: string; channels: Map<string, ChannelMapping>; unmapped: Set<string> }
+export interface DeviceInfo {
+  id: string
+  accountId: string
+  channels: Map<string, ChannelMapping>
+  unmapped: Set<string>
+  /** The channels as the API shows them: what a device reads as its configuration (MQTT `devices/{id}/config`). */
+  configuration: readonly DeviceChannel[]
+}
 
 const TTL_MS = 60_000
 const WRITE_BACK_MS = 1000
@@ -96,6 +103,6 @@ export class DeviceDirectory {
     if (!row) return undefined
     const channels = new Map<string, ChannelMapping>()
     for (const c of row.channels) channels.set(c.key, { metric: c.metric, environmentId: c.environment_id })
-    return { id: row.id, accountId: row.account_id, channels, unmapped: new Set(row.unmapped_channels) }
+    return { id: row.id, accountId: row.account_id, channels, unmapped: new Set(row.unmapped_channels), configuration: row.channels }
   }
 }

@@ -9,10 +9,11 @@ import type { SharedStore } from '../src/kv/interface.ts'
 import type { Logger } from '../src/log.ts'
 import type { Metrics } from '../src/observability.ts'
 import { Batcher, type BatcherOptions } from './batcher.ts'
-import { DeviceDirectory } from './devices.ts'
+import { DeviceDirectory, type DeviceInfo } from './devices.ts'
 import { openIngestLog, type IngestLogConnection } from './log/index.ts'
 import { logSink } from './log/producer.ts'
 import { LogWriter } from './log/writer.ts'
+import type { Parsed } from './parse.ts'
 import type { ReadingsStore } from './stores/interface.ts'
 
 export interface Ingest {
@@ -22,6 +23,11 @@ export interface Ingest {
   readonly log: IngestLogConnection | undefined
   /** This process's writer from the log to the store, when the log is on and this process runs one. */
   readonly writer: LogWriter | undefined
+  /**
+   * Resolves once a device's parsed readings are durable (group commit: in the store, or in the log), then notes
+   * the sighting. Every transport (HTTP, MQTT) acknowledges after this; it throws IngestUnavailable when it cannot.
+   */
+  accept(device: DeviceInfo, parsed: Parsed): Promise<void>
   /** Writes everything queued (after the server stopped taking requests) and stops background work. */
   drain(): Promise<void>
 }
@@ -66,6 +72,10 @@ export async function createIngest(deps: IngestDeps): Promise<Ingest> {
   await devices.start()
   return {
     batcher, devices, log, writer,
+    async accept(device, parsed) {
+      if (parsed.readings.length) await batcher.add(parsed.readings)
+      devices.seen(device, parsed.unmapped)
+    },
     async drain() {
       await batcher.drain()
       await writer?.stop()

@@ -1,11 +1,17 @@
 // Turning what a device sent into readings: each reading is checked on its own, and a bad one is rejected by
 // index without costing the rest of the batch (CONTRACT §7).
+import { t } from 'elysia'
 import type { ChannelMapping, DeviceInfo } from './devices.ts'
 import type { Reading } from './stores/interface.ts'
 import { MAX_FUTURE_MS } from '../src/records/rules.ts'
 
 export const MAX_READINGS_PER_BATCH = 5000
 export const MAX_PING_CHANNELS = 32
+/** The body of POST /sensors/readings and the payload of MQTT's devices/{id}/readings: one schema for both. */
+export const ReadingsBatch = t.Object({
+  readings: t.Array(t.Unknown({ description: 'A reading `{ channel, value, ts? }`; each is checked on its own.' }), { minItems: 1, maxItems: MAX_READINGS_PER_BATCH }),
+}, { additionalProperties: false, $id: '#/components/schemas/ReadingsBatch' })
+
 const CHANNEL = /^[A-Za-z0-9_.-]{1,32}$/
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|z|[+-]\d{2}:\d{2})$/
 /** Epoch-millisecond timestamps before 2000 are almost certainly seconds or garbage. */

@@ -12,7 +12,7 @@ import { oneOf } from '../src/records/fields.ts'
 import { IngestUnavailable } from './batcher.ts'
 import type { DeviceInfo } from './devices.ts'
 import type { Ingest } from './index.ts'
-import { MAX_PING_CHANNELS, MAX_READINGS_PER_BATCH, parseBatch, parsePing, type Parsed } from './parse.ts'
+import { MAX_PING_CHANNELS, MAX_READINGS_PER_BATCH, parseBatch, parsePing, ReadingsBatch, type Parsed } from './parse.ts'
 
 /** The calling device's cached configuration; a promise only when it is not cached yet. */
 function deviceOf(ingest: Ingest, request: Request): DeviceInfo | Promise<DeviceInfo> {
@@ -27,22 +27,16 @@ function present(device: DeviceInfo | undefined): DeviceInfo {
   return device
 }
 
-/** Resolves once the readings are stored (group commit), then notes the sighting. */
+/** Stores the readings (group commit) before the caller answers; a store that cannot take them is a 503. */
 async function accept(ingest: Ingest, device: DeviceInfo, parsed: Parsed) {
-  if (parsed.readings.length) {
-    try {
-      await ingest.batcher.add(parsed.readings)
-    } catch (error) {
-      if (!(error instanceof IngestUnavailable)) throw error
-      throw new ApiError('service_unavailable', `${error.message} Nothing from this request was stored; retry it.`, { headers: { 'retry-after': String(error.retryAfterSeconds) } })
-    }
+  try {
+    await ingest.accept(device, parsed)
+  } catch (error) {
+    if (!(error instanceof IngestUnavailable)) throw error
+    throw new ApiError('service_unavailable', `${error.message} Nothing from this request was stored; retry it.`, { headers: { 'retry-after': String(error.retryAfterSeconds) } })
   }
-  ingest.devices.seen(device, parsed.unmapped)
 }
 
-const ReadingsBatch = t.Object({
-  readings: t.Array(t.Unknown({ description: 'A reading `{ channel, value, ts? }`; each is checked on its own.' }), { minItems: 1, maxItems: MAX_READINGS_PER_BATCH }),
-}, { additionalProperties: false, $id: '#/components/schemas/ReadingsBatch' })
 const Accepted = t.Object({
   accepted: JsonInteger({ description: 'Readings stored (a reading already stored with the same channel and ts counts: retries are safe).' }),
   rejected: t.Array(t.Object({

@@ -66,6 +66,17 @@ export interface Config {
    * batch is acknowledged once the log has stored it, and writers drain the log into the readings store.
    */
   readonly ingestLog: IngestLogConfig | undefined
+  /** The MQTT listener for devices (ingest/mqtt/), off when undefined: a machine with its own broker on 1883 still starts. */
+  readonly mqtt: MqttConfig | undefined
+}
+
+export interface MqttConfig {
+  /** Plain MQTT (3.1.1 and 5) on HOST; undefined: no plain listener. 0 picks a free port (tests). */
+  readonly port: number | undefined
+  /** MQTT over TLS, when a certificate and its key are configured. */
+  readonly tlsPort: number | undefined
+  readonly tlsCertFile: string | undefined
+  readonly tlsKeyFile: string | undefined
 }
 
 export interface IngestLogConfig {
@@ -115,6 +126,17 @@ function ingestLog(env: Record<string, string | undefined>): IngestLogConfig | u
     ackWaitSeconds: int(env, 'INGEST_LOG_ACK_WAIT_SECONDS', 30, 1),
     lagBoundSeconds: int(env, 'INGEST_LOG_LAG_BOUND_SECONDS', 30, 1),
   }
+}
+
+/** MQTT_PORT, MQTTS_PORT (+ MQTT_TLS_CERT and MQTT_TLS_KEY, PEM files): either port turns the listener on. */
+function mqtt(env: Record<string, string | undefined>): MqttConfig | undefined {
+  const port = env.MQTT_PORT ? int(env, 'MQTT_PORT', 0) : undefined
+  const tlsPort = env.MQTTS_PORT ? int(env, 'MQTTS_PORT', 0) : undefined
+  const tlsCertFile = env.MQTT_TLS_CERT || undefined
+  const tlsKeyFile = env.MQTT_TLS_KEY || undefined
+  if (tlsPort !== undefined && (!tlsCertFile || !tlsKeyFile)) throw new Error('MQTTS_PORT needs MQTT_TLS_CERT and MQTT_TLS_KEY (PEM files of the certificate and its private key)')
+  if (port === undefined && tlsPort === undefined) return undefined
+  return { port, tlsPort, tlsCertFile, tlsKeyFile }
 }
 
 /** CORS_ORIGINS: comma-separated origins (`https://app.example.com`), each scheme://host[:port] with nothing after. */
@@ -208,6 +230,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ingestFlushConcurrency: int(env, 'INGEST_FLUSH_CONCURRENCY', ingest.flushConcurrency, 1),
     ingestWriteTimeoutMs: int(env, 'INGEST_WRITE_TIMEOUT_MS', 10_000, 1),
     ingestLog: ingestLog(env),
+    mqtt: mqtt(env),
     ...overrides,
   }
   return Object.freeze(config)

@@ -5,6 +5,7 @@ import { isEmbedded, loadConfig } from './config.ts'
 import { createDeps } from './deps.ts'
 import { purgeExpiredIdempotencyKeys } from './http/idempotency.ts'
 import { demoEnabled, seedDemoAccount } from './seed.ts'
+import { startMqttListener } from '../ingest/mqtt.ts'
 
 const MAX_SERVER_BODY_BYTES = 8 * 1024 * 1024 // a backstop; the API's own 1 MiB limit answers 413 as problem+json
 const config = loadConfig()
@@ -25,9 +26,16 @@ async function serve() {
   deps.dispatcher.start()
   app.listen({ port: config.port, hostname: config.host, reusePort: config.workers > 1, maxRequestBodySize: MAX_SERVER_BODY_BYTES })
   const server = app.server!
+  // Devices over MQTT, on the same ingest service (MQTT_PORT / MQTTS_PORT; off unless configured).
+  const mqtt = config.mqtt ? await startMqttListener({ ...deps, config: { ...config, mqtt: config.mqtt } }) : undefined
   // A worker tells its supervisor it is serving, so "listening" is printed only once every worker is.
   if (isWorker) process.send?.('ready')
-  else console.log(`listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${server.port}/api/v1 (${deps.database.kind}, ${deps.shared.kind} store)`)
+  else {
+    const host = config.host === '0.0.0.0' ? 'localhost' : config.host
+    console.log(`listening on http://${host}:${server.port}/api/v1 (${deps.database.kind}, ${deps.shared.kind} store)`)
+    if (mqtt?.port !== undefined) console.log(`mqtt listening on mqtt://${host}:${mqtt.port}`)
+    if (mqtt?.tlsPort !== undefined) console.log(`mqtt listening on mqtts://${host}:${mqtt.tlsPort}`)
+  }
   // Stored idempotent responses are kept 24 h; every process sweeps now and then (the delete is idempotent).
   const sweep = setInterval(() => purgeExpiredIdempotencyKeys(deps).catch((error) => deps.log.warn('idempotency sweep failed', { error: String(error) })), 3600_000)
   sweep.unref()
@@ -38,7 +46,7 @@ async function serve() {
     clearInterval(sweep)
     deps.log.info('shutting down', { signal, pid: process.pid })
     // stop() without force stops accepting and resolves once in-flight requests have been answered.
-    await server.stop(false)
+    await Promise.all([server.stop(false), mqtt?.close()])
     await deps.close()
     process.exit(0)
   }

@@ -9,6 +9,7 @@ import { createKey } from '../src/auth/keys.ts'
 import type { Scope } from '../src/auth/scopes.ts'
 import { loadConfig, type Config } from '../src/config.ts'
 import { createDeps, type Deps, type DepsOptions } from '../src/deps.ts'
+import { startMqttListener, type MqttListener } from '../ingest/mqtt.ts'
 import type { Plan } from '../db/schema/index.ts'
 
 export const REAL_DATABASE_URL = process.env.DATABASE_URL || undefined
@@ -42,6 +43,8 @@ export interface TestEnv {
   app: ReturnType<typeof createApp>
   config: Config
   baseUrl: string
+  /** The MQTT listener, when the overrides configure one (`mqtt: { port: 0 }` picks a free port). */
+  mqtt: MqttListener | undefined
   /** Makes an account (Breeder plan unless told) and a personal key holding `scopes`. */
   account(options?: { plan?: Plan; allowlisted?: boolean; scopes?: readonly Scope[]; expiresAt?: Date }): Promise<{ accountId: string; keyId: string; token: string }>
   /** A request to the real server on loopback. `token` goes in Authorization; `body` objects are sent as JSON. */
@@ -62,8 +65,9 @@ export async function createTestEnv(overrides: Partial<Config> = {}, options: De
   const deps = await createDeps(config, options)
   const app = createApp(deps)
   app.listen({ port, hostname: '127.0.0.1' })
+  const mqtt = config.mqtt ? await startMqttListener({ ...deps, config: { ...config, host: '127.0.0.1', mqtt: config.mqtt } }) : undefined
   return {
-    deps, app, config, baseUrl,
+    deps, app, config, baseUrl, mqtt,
     async account(options = {}) {
       const account = await createAccount(deps.database.db, { name: `test ${suffix()}`, plan: options.plan ?? 'breeder', liveTestAllowlisted: options.allowlisted })
       const { key, token } = await createKey(deps.database.db, { accountId: account.id, kind: 'personal', name: 'test key', scopes: options.scopes ?? [], expiresAt: options.expiresAt })
@@ -78,6 +82,7 @@ export async function createTestEnv(overrides: Partial<Config> = {}, options: De
       return fetch(baseUrl + path, { method, headers, body })
     },
     async close() {
+      await mqtt?.close()
       await app.stop(true)
       await deps.close()
       await database.drop()

@@ -9,7 +9,8 @@ export interface Hit { count: number; resetMs: number }
 
 const RECONCILE_MS = 250
 
-interface LocalWindow { start: number; unsynced: number; global: number }
+/** unsynced: counted here, not yet sent; sending: on its way to the shared store; global: every process's total as last read. */
+interface LocalWindow { start: number; unsynced: number; sending: number; global: number }
 
 export class RateLimiter {
   private readonly windows = new Map<string, LocalWindow>()
@@ -27,11 +28,12 @@ export class RateLimiter {
     const now = Date.now()
     const start = now - (now % windowMs)
     let w = this.windows.get(key)
-    if (!w || w.start !== start) { w = { start, unsynced: 0, global: 0 }; this.windows.set(key, w) }
+    if (!w || w.start !== start) { w = { start, unsynced: 0, sending: 0, global: 0 }; this.windows.set(key, w) }
     w.unsynced++
     this.timer ??= setInterval(() => void this.reconcile(windowMs), RECONCILE_MS)
     this.timer.unref?.()
-    return { count: w.global + w.unsynced, resetMs: start + windowMs - now }
+    // What is on its way counts too: until the shared store's total comes back, it is not in `global`.
+    return { count: w.global + w.sending + w.unsynced, resetMs: start + windowMs - now }
   }
 
   /**
@@ -45,16 +47,17 @@ export class RateLimiter {
       if (w.start + windowMs <= now) { this.windows.delete(key); continue }
       if (w.unsynced === 0) continue
       sending.push({ key: `rlw:${key}:${w.start}`, amount: w.unsynced, window: w })
+      w.sending += w.unsynced
       w.unsynced = 0
     }
     if (!sending.length) return
     try {
       const totals = await this.shared.addAll(sending, windowMs)
-      sending.forEach(({ window }, i) => { window.global = totals[i]! })
+      sending.forEach(({ amount, window }, i) => { window.global = totals[i]!; window.sending -= amount })
     } catch {
       // The shared store is unreachable: keep counting locally and try again next time. (Should only part of
       // the round trip have landed, those counts are sent twice: the limit errs on the strict side.)
-      for (const { amount, window } of sending) window.unsynced += amount
+      for (const { amount, window } of sending) { window.sending -= amount; window.unsynced += amount }
     }
   }
 
