@@ -178,6 +178,30 @@ function onlyKeyParam(names: Set<string>): string {
   return [...names][0] ?? 'key'
 }
 
+
+/** The Sensors tag's description: the HTTP endpoints below, and the MQTT transport beside them (ingest/mqtt.ts). */
+const SENSORS_TAG = `Sensor devices, headless pairing and the ingest endpoints for device keys.
+
+**MQTT** (an addition to the reference; on where the operator sets \`MQTT_PORT\`, and \`MQTTS_PORT\` for TLS). MQTT 3.1.1
+and 5 with the device key as the password (the username is free, and 3.1.1 needs one); an unknown, revoked or expired key
+is refused at CONNECT as a bad user name or password (0x86; 3.1.1: 4), a personal key as not authorized (0x87; 3.1.1: 5),
+and a key revoked while connected closes its connection at once. A device uses only its own topics:
+
+| topic | direction | payload |
+|---|---|---|
+| \`devices/{device_id}/readings\` | publish | the body of \`POST /sensors/readings\` (JSON, at most 5000 readings, 1 MiB) |
+| \`devices/{device_id}/ping\` | publish | \`t1=27.5&h1=61\` (and \`ts\`), as \`GET /sensors/ping\` takes them |
+| \`devices/{device_id}/config\` | subscribe | \`{ "device_id", "channels" }\`, the channels as \`GET /sensors/devices/{id}\` shows them; retained, published again when they change |
+| \`devices/{device_id}/errors\` | subscribe | what was refused: \`{ "topic", "code", "message", "errors"? }\` with this API's error codes, or \`{ "code": "rejected_readings", "accepted", "rejected" }\` with the 202 body's per-reading codes |
+
+QoS 1 and 2 are acknowledged only once the readings are durable, as the 202 is; QoS 0 is stored the same way but
+unacknowledged. When the readings store (or the ingest log) cannot take them, the device is disconnected without an
+acknowledgement (MQTT 5: 0x89 Server busy) so that its client sends them again. A publish to another topic, over the rate
+limit, or a payload that is not valid is refused in the PUBACK in MQTT 5 (0x87 with a reason string); MQTT 3.1.1 has no
+negative PUBACK, so a topic or rate-limit refusal closes the connection, and an invalid payload (which sending again
+cannot fix) is acknowledged and reported on the errors topic. A subscription to anything but the two topics above is a
+failure in the SUBACK (0x87; 3.1.1: 0x80). Publishes count against the device key's rate limit as requests do.`
+
 export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
   // staticFile: false keeps openapi.json itself in the document (the generator skips dotted paths by default).
   const generated = toOpenAPISchema(app, { staticFile: false })
@@ -274,7 +298,7 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
       { name: 'Documents', description: 'Files kept with the records (read-only in v1).' },
       { name: 'Customers', description: 'Contacts and sales invoices (read-only in v1).' },
       { name: 'Reference', description: 'Reference data shared by every account.' },
-      { name: 'Sensors', description: 'Sensor devices, headless pairing and the ingest endpoints for device keys.' },
+      { name: 'Sensors', description: SENSORS_TAG },
       { name: 'Webhooks', description: 'Endpoints that receive signed change events (Standard Webhooks), retried until delivered.' },
     ],
     paths: publishedPaths,

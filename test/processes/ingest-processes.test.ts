@@ -1,6 +1,8 @@
 // Acknowledged means stored: the real service as a child process, killed mid-load or stopped with SIGTERM.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import mqtt from 'mqtt'
 import postgres from 'postgres'
+import { freePort } from '../../bench/lib/processes.ts'
 import { freshDatabase, REAL_REDIS_URL, waitFor } from '../helpers.ts'
 import { runCli, startServer, tempDataDir } from '../process-helpers.ts'
 
@@ -93,6 +95,52 @@ async function killedMidLoad(env: Record<string, string | undefined>) {
   }
 }
 
+/**
+ * The same over MQTT: QoS 1 publishes from MQTT.js clients (3.1.1 and 5), the server killed with SIGKILL mid-load,
+ * and every publish it acknowledged (PUBACK) found stored after a restart.
+ */
+async function killedMidMqttLoad(env: Record<string, string | undefined>) {
+  const mqttPort = freePort()
+  const server = await startServer({ ...env, INGEST_FLUSH_MS: '5', MQTT_PORT: String(mqttPort), DEVICE_RATE_LIMIT_PER_MINUTE: '1000000' })
+  const device = await deviceOn(server.baseUrl)
+  const base = Date.now() - 3_600_000
+  const acknowledged: string[] = []
+  let sent = 0
+  const loader = async (lane: number) => {
+    const client = mqtt.connect(`mqtt://127.0.0.1:${mqttPort}`, { protocolVersion: lane % 2 ? 5 : 4, username: 'loader', password: device.key, reconnectPeriod: 0 })
+    const gone = new Promise<'gone'>((resolve) => client.once('close', () => resolve('gone')))
+    await Promise.race([new Promise((resolve) => client.once('connect', resolve)), gone])
+    for (let batch = 0; client.connected; batch++) {
+      const readings = Array.from({ length: 50 }, (_, i) => ({ channel: `m${lane}`, value: i, ts: base + batch * 50 + i }))
+      sent += readings.length
+      const outcome = await Promise.race([client.publishAsync(`devices/${device.id}/readings`, JSON.stringify({ readings }), { qos: 1 }).then(() => 'acked' as const, () => 'refused' as const), gone])
+      if (outcome === 'acked') acknowledged.push(...readings.map((r) => `${r.channel}@${r.ts}`))
+      else break
+    }
+    client.end(true)
+  }
+  const lanes = [0, 1, 2, 3].map(loader)
+  // Killed once the load is well under way (a few hundred acknowledged publishes), not after a fixed time.
+  await waitFor(async () => acknowledged.length >= 10_000, 30_000, 10)
+  server.proc.kill('SIGKILL')
+  await Promise.all(lanes)
+  await server.stop()
+
+  const restarted = await startServer(env)
+  try {
+    let stored = new Set<string>()
+    await waitFor(async () => {
+      stored = await storedKeys(restarted.baseUrl, device.id, base, base + 3_600_000)
+      return acknowledged.every((k) => stored.has(k))
+    }, 30_000, 250).catch(() => {})
+    const lost = acknowledged.filter((k) => !stored.has(k))
+    expect({ acknowledged: acknowledged.length, lost: lost.slice(0, 5) }).toEqual({ acknowledged: acknowledged.length, lost: [] })
+    expect(stored.size).toBeLessThanOrEqual(sent)
+  } finally {
+    expect(await restarted.stop()).toBe(0)
+  }
+}
+
 /** QuestDB's readings table of this file, when QUESTDB_ILP and QUESTDB_PG_URL point at a server. */
 const questdb = process.env.QUESTDB_ILP && process.env.QUESTDB_PG_URL
   ? { QUESTDB_ILP: process.env.QUESTDB_ILP, QUESTDB_PG_URL: process.env.QUESTDB_PG_URL, QUESTDB_TABLE: `hrs_test_kill_${Date.now().toString(36)}` }
@@ -108,6 +156,10 @@ afterAll(async () => {
 describe('ingest durability', () => {
   test('killed mid-load (SIGKILL), the service has stored every reading it acknowledged', async () => {
     await killedMidLoad(storeEnv)
+  }, 90_000)
+
+  test('over MQTT (QoS 1), killed mid-load (SIGKILL), the service has stored every publish it acknowledged', async () => {
+    await killedMidMqttLoad(storeEnv)
   }, 90_000)
 
   test.skipIf(!questdb)('on the QuestDB store, killed mid-load (SIGKILL), QuestDB holds every reading the service acknowledged', async () => {
