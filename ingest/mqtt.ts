@@ -240,9 +240,10 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
     return (server.address() as { port: number }).port
   }
   const mqtt = config.mqtt
-  const port = mqtt.port === undefined ? undefined : await listen(createTcpServer(broker.handle), mqtt.port)
+  // No Nagle: a PUBACK is a 4-byte packet the device waits for; held back for a delayed TCP ACK it would cost ~40 ms.
+  const port = mqtt.port === undefined ? undefined : await listen(createTcpServer({ noDelay: true }, broker.handle), mqtt.port)
   const tlsPort = mqtt.tlsPort === undefined ? undefined
-    : await listen(createTlsServer({ cert: readFileSync(mqtt.tlsCertFile!), key: readFileSync(mqtt.tlsKeyFile!) }, broker.handle), mqtt.tlsPort)
+    : await listen(createTlsServer({ noDelay: true, cert: readFileSync(mqtt.tlsCertFile!), key: readFileSync(mqtt.tlsKeyFile!) }, broker.handle), mqtt.tlsPort)
 
   return {
     port, tlsPort,

@@ -135,7 +135,7 @@ function mergePlans(plans: PlanResult[]): PlanResult {
  * The figures a report line shows for a load run: latency percentiles, errors (answers other than `okStatus`),
  * and the server's CPU (needs a `server` watch) and peak RSS when known.
  */
-export function statsOf(load: LoadResult, okStatus: number, peakRssMiB?: number): LineStats {
+export function statsOf(load: LoadResult, okStatus: number | 'puback', peakRssMiB?: number): LineStats {
   const errors = Object.entries(load.statuses).filter(([status]) => status !== String(okStatus)).reduce((n, [, count]) => n + count, 0)
   return { p50: load.latency.p50, p95: load.latency.p95, p99: load.latency.p99, errors, peakRssMiB, serverCores: load.watched.server }
 }

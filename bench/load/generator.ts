@@ -12,6 +12,8 @@
 // It prints `mark start` and `mark end` on stdout when the measured window opens and closes (the parent samples
 // the server's CPU then), and one `result {json}` line at the end.
 
+import mqtt, { type MqttClient } from 'mqtt'
+
 export type BodySpec =
   | { kind: 'none' }
   /** The same body every time (the discarding store and the bare servers keep nothing). */
@@ -61,6 +63,11 @@ export interface GeneratorConfig {
    * appended to). Closed loop only: a lane's next request may depend on its previous answer.
    */
   plan?: RequestPlan
+  /**
+   * Over MQTT instead of HTTP (`url` unused): each lane holds its own connection as device `deviceIds[key]` and
+   * publishes its readings body at QoS 1 to `devices/{id}/readings`; an answer is the PUBACK, its readings the body's.
+   */
+  mqtt?: { url: string; deviceIds: string[] }
 }
 
 export interface RequestPlan {
@@ -266,9 +273,35 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
     record(status, status[0] === '2', accepted, scheduled, performance.now())
   }
 
+  /** One MQTT connection per lane, made on its first publish (during the warm-up). */
+  const connections = new Map<number, Promise<MqttClient>>()
+  function connectionOf(lane: number): Promise<MqttClient> {
+    let connection = connections.get(lane)
+    if (!connection) {
+      const key = config.keys[lane % keyCount]!
+      const client = mqtt.connect(config.mqtt!.url, { protocolVersion: 5, username: 'bench', password: key, reconnectPeriod: 0 })
+      connection = new Promise((resolve, reject) => { client.once('connect', () => resolve(client)); client.once('error', reject) })
+      connections.set(lane, connection)
+    }
+    return connection
+  }
+  async function publish(lane: number, scheduled: number): Promise<void> {
+    const { init, count } = requestFor(lane)
+    const deviceId = config.mqtt!.deviceIds[lane % keyCount]!
+    let status = 'puback'
+    try {
+      const client = await connectionOf(lane)
+      await client.publishAsync(`devices/${deviceId}/readings`, init.body as string, { qos: 1 })
+    } catch (error) {
+      status = 'error'
+      firstError ??= String(error)
+    }
+    record(status, status === 'puback', status === 'puback' ? count : 0, scheduled, performance.now())
+  }
+
   if (config.plan && config.mode !== 'closed') throw new Error('a plan runs in closed loop only (a lane follows its own answers)')
   const plan = config.plan ? planRunner(config, config.plan, record, (message) => { firstError ??= message }, () => windowStart) : undefined
-  const once = plan ? plan.once : single
+  const once = plan ? plan.once : config.mqtt ? publish : single
 
   const cpuAt = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000 }
   let cpuStart = 0, cpuEnd = 0
@@ -309,6 +342,7 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
   clearTimeout(windowTimer)
   clearTimeout(endTimer)
   if (!cpuEnd) cpuEnd = cpuAt()
+  for (const connection of connections.values()) void connection.then((client) => client.end(true), () => {})
 
   const timeline: GeneratorResult['timeline'] = []
   for (let second = 0; second < Math.ceil(config.durationMs / 1000); second++) {

@@ -105,7 +105,7 @@ export function ingestLoads(ctx: ScenarioContext, key: string, lanes: number, re
 }
 
 /** A run whose answers were not what the endpoint should give measured something else: say so loudly. */
-export function check(result: LoadResult, status: number) {
+export function check(result: LoadResult, status: number | 'puback') {
   const wrong = Object.entries(result.statuses).filter(([s]) => s !== String(status))
   if (wrong.length || result.okRequests === 0) throw new Error(`expected only ${status} answers, got ${JSON.stringify(result.statuses)}: ${result.firstError ?? ''}`)
 }

@@ -10,6 +10,7 @@ import { ingestAlerts } from './ingest-alerts.ts'
 import { ingestBatches } from './ingest-batches.ts'
 import { ingestPostgres } from './ingest-postgres.ts'
 import { ingestLog } from './ingest-log.ts'
+import { ingestMqtt } from './ingest-mqtt.ts'
 import { ingestQuestdb } from './ingest-questdb.ts'
 import { latency } from './latency.ts'
 import { mixed } from './mixed.ts'
@@ -32,6 +33,8 @@ export const SCENARIOS: Record<string, Scenario> = {
   'ingest-questdb': ingestQuestdb,
   // Through the NATS ingest log onto QuestDB ÷ ingest-questdb's direct path, just measured.
   'ingest-log': ingestLog,
+  // Devices over MQTT (QoS 1) ÷ the same load over HTTP, on the SQL store (and QuestDB when present).
+  'ingest-mqtt': ingestMqtt,
   'questdb-client': questdbClient,
   webhooks,
   // The records side: list walks, idempotent writes, readings queries, and an integrator's mix of them.

@@ -45,6 +45,8 @@ export async function driveIngest(
   ctx: ScenarioContext, env: Record<string, string>, watch: Record<string, () => number[]>, label: string,
   /** Runs once the devices exist, before the load (e.g. the alert rules of ingest-alerts). */
   prepare?: (setup: { baseUrl: string; token: string; accountId: string; devices: { id: string; key: string }[] }) => Promise<void>,
+  /** `mqtt`: the devices publish the same bodies at QoS 1 to the server's MQTT listener (env.MQTT_PORT) instead. */
+  over: 'http' | 'mqtt' = 'http',
 ): Promise<IngestRun> {
   const lanes = ctx.options.concurrency ?? LANES
   const perRequest = ctx.options.batch ?? READINGS_PER_REQUEST
@@ -53,7 +55,7 @@ export async function driveIngest(
   const devices = await createDevices(server.baseUrl, token, lanes, CHANNELS)
   await prepare?.({ baseUrl: server.baseUrl, token, accountId, devices })
   const tsBase = Date.now() - 2 * 3_600_000
-  ctx.log(`${label}: ${lanes} devices posting ${perRequest} readings per request, closed loop…`)
+  ctx.log(`${label}: ${lanes} devices ${over === 'mqtt' ? 'publishing (MQTT, QoS 1)' : 'posting'} ${perRequest} readings per request, closed loop…`)
   // WORKERS > 1: the server pid is the supervisor; its workers are its children.
   const serverPids = () => [server.pid, ...childrenOf(server.pid)]
   const load = await runLoad({
@@ -61,9 +63,10 @@ export async function driveIngest(
     warmupMs: ctx.warmupSeconds * 1000, durationMs: ctx.seconds * 1000, mode: 'closed', drainMs: 20_000,
     body: { kind: 'readings', perRequest, channels: CHANNELS, tsBase },
     keys: devices.map((d) => d.key), auth: 'header', countAccepted: true,
+    mqtt: over === 'mqtt' ? { url: `mqtt://127.0.0.1:${env.MQTT_PORT}`, deviceIds: devices.map((d) => d.id) } : undefined,
   }, ctx.generators, { server: serverPids, ...watch })
   const peak = Math.max(...serverPids().map(peakRssMiB))
-  check(load, 202)
+  check(load, over === 'mqtt' ? 'puback' : 202)
   return { load, lanes, perRequest, accountId, deviceIds: devices.map((d) => d.id), keys: devices.map((d) => d.key), tsBase, peakRssMiB: peak, server }
 }
 
