@@ -8,6 +8,7 @@ import { LogWriter } from '../../ingest/log/writer.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import type { ReadingsStore } from '../../ingest/stores/interface.ts'
 import { NATS_SERVER, startNats, type NatsDeployment } from '../../bench/lib/nats.ts'
+import mqtt from 'mqtt'
 import { createTestEnv, problem, waitFor, type TestEnv } from '../helpers.ts'
 
 /** How long the readings store stays down under load (the issue's minute). */
@@ -42,7 +43,7 @@ describe.skipIf(!NATS_SERVER)('ingest through the log', () => {
       servers: nats.servers.split(','), stream: 'HRS_TEST', subjectPrefix: 'test.readings', replicas: 1,
       maxAgeSeconds: 3600, maxBytes: 64 * 1024 * 1024, writer: true, ackWaitSeconds: 5, lagBoundSeconds: 5,
     }
-    env = await createTestEnv({ ingestLog, deviceRateLimitPerMinute: 1_000_000, host: '127.0.0.1' }, {
+    env = await createTestEnv({ ingestLog, deviceRateLimitPerMinute: 1_000_000, host: '127.0.0.1', mqtt: { port: 0, tlsPort: undefined, tlsCertFile: undefined, tlsKeyFile: undefined } }, {
       readings: (database) => { const s = switchableStore(sqlStore(database)); control = s.control; return s.store },
     })
     token = (await env.account({ scopes: ['sensors:write', 'environment:read'] })).token
@@ -77,6 +78,22 @@ describe.skipIf(!NATS_SERVER)('ingest through the log', () => {
     expect(metrics).toMatch(/^hrs_ingest_log_writer_batches_total\{outcome="stored"\} [1-9]/m)
     expect(metrics).toMatch(/^hrs_ingest_log_lag_seconds_count [1-9]/m)
     expect(metrics).toMatch(/^hrs_ingest_log_pending_messages 0$/m)
+  })
+
+  test('MQTT publishes are acknowledged through the log the same way, and visible once the writer has stored them', async () => {
+    const t0 = Date.now() - 3_500_000
+    const published = (text: string) => Number(/^hrs_ingest_log_published_messages_total (\d+)/m.exec(text)?.[1] ?? 0)
+    const before = published(await (await env.request('GET', '/metrics')).text())
+    const client = mqtt.connect(`mqtt://127.0.0.1:${env.mqtt!.port}`, { protocolVersion: 5, username: 'logged', password: device.key, reconnectPeriod: 0 })
+    try {
+      await new Promise<void>((resolve, reject) => { client.once('connect', () => resolve()); client.once('error', reject) })
+      await client.publishAsync(`devices/${device.id}/readings`, JSON.stringify({ readings: Array.from({ length: 30 }, (_, i) => ({ channel: 't1', value: i, ts: t0 + i })) }), { qos: 1 })
+      // The PUBACK came after the log stored the batch: its message is counted already.
+      expect(published(await (await env.request('GET', '/metrics')).text())).toBeGreaterThan(before)
+      await waitFor(async () => (await stored(t0, t0 + 30)).length === 30, 5_000, 10)
+    } finally {
+      client.end(true)
+    }
   })
 
   test('with the readings store down, ingest keeps answering 202; the backlog drains when it is back, nothing lost or doubled', async () => {

@@ -1,5 +1,7 @@
 // The service as an operator runs it: child processes on loopback, signals, several workers, other processes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import mqtt, { type MqttClient } from 'mqtt'
+import { freePort } from '../../bench/lib/processes.ts'
 import { createAccount } from '../../src/accounts.ts'
 import { createKey, revokeKey } from '../../src/auth/keys.ts'
 import { ALL_SCOPES } from '../../src/auth/scopes.ts'
@@ -138,6 +140,33 @@ describe.if(shared)('several processes (real Postgres and Redis)', () => {
       }, 10_000)
       expect(pids.size).toBe(2)
     } finally {
+      expect(await server.stop()).toBe(0)
+    }
+  })
+
+  test('WORKERS=2 with MQTT_PORT: both workers listen on the one MQTT port; deleting the device through one closes its connections on every worker', async () => {
+    const mqttPort = freePort()
+    const server = await startServer({ ...storeEnv, DEMO: '0', WORKERS: '2', MQTT_PORT: String(mqttPort) })
+    const clients: MqttClient[] = []
+    try {
+      const account = await createAccount(deps.database.db, { name: 'mqtt workers', plan: 'breeder' })
+      const { token } = await createKey(deps.database.db, { accountId: account.id, kind: 'personal', name: 'k', scopes: ALL_SCOPES })
+      const device = await (await fetch(`${server.baseUrl}/api/v1/sensors/devices`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'hub', channels: [{ key: 't1', metric: 'temperature' }] }) })).json()
+      const ts = Date.now() - 60_000
+      // Eight connections: the kernel spreads them over the two workers.
+      for (let i = 0; i < 8; i++) {
+        const client = mqtt.connect(`mqtt://127.0.0.1:${mqttPort}`, { protocolVersion: 5, username: `c${i}`, password: device.key, reconnectPeriod: 0 })
+        clients.push(client)
+        await new Promise<void>((resolve, reject) => { client.once('connect', () => resolve()); client.once('error', reject) })
+        await client.publishAsync(`devices/${device.id}/readings`, JSON.stringify({ readings: [{ channel: 't1', value: i, ts: ts + i }] }), { qos: 1 })
+      }
+      const rows = await deps.database.query<{ n: number }>('select count(*)::int as n from sensor_readings where device_id = $1', [device.id])
+      expect(rows[0]!.n).toBe(8)
+      const closed = clients.map((client) => new Promise<void>((resolve) => (client.connected ? client.once('close', () => resolve()) : resolve())))
+      expect((await fetch(`${server.baseUrl}/api/v1/sensors/devices/${device.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })).status).toBe(204)
+      await Promise.all(closed)
+    } finally {
+      for (const client of clients) client.end(true)
       expect(await server.stop()).toBe(0)
     }
   })
