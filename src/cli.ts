@@ -6,7 +6,7 @@ import { createAccount, getAccount, isPlan, listAccounts, updateAccount } from '
 import { createKey, findKeyById, listKeys, maskedToken, revokeKeyEverywhere } from './auth/keys.ts'
 import { parseScopes } from './auth/scopes.ts'
 import { loadConfig } from './config.ts'
-import { createDeps, type Deps } from './deps.ts'
+import { openCore, type Core } from './deps.ts'
 import { fillDemoAccount } from './tools/demo-data.ts'
 import { IMPORT_AREA_NAMES, ImportError, accountHasAnimals, formatOf, importArea, importRecords, parseImportFile } from './tools/importer.ts'
 
@@ -71,7 +71,7 @@ function parseCommandLine(argv: string[]) {
   }
 }
 
-async function run(deps: Deps, argv: string[]): Promise<void> {
+async function run(deps: Core, argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(argv)
   const [group, command, ...rest] = positionals
   const db = deps.database.db
@@ -158,7 +158,7 @@ async function run(deps: Deps, argv: string[]): Promise<void> {
   }
 }
 
-async function importFile(deps: Deps, accountId: string, area: string, file: string, format: string | undefined): Promise<void> {
+async function importFile(deps: Core, accountId: string, area: string, file: string, format: string | undefined): Promise<void> {
   if (!(await getAccount(deps.database.db, accountId))) throw new UsageError('no such account')
   if (!importArea(area)) throw new UsageError(`unknown area ${area} (one of: ${IMPORT_AREA_NAMES.join(', ')})`)
   const kind = format ?? formatOf(file)
@@ -169,7 +169,7 @@ async function importFile(deps: Deps, accountId: string, area: string, file: str
   console.log(`imported ${imported} ${area}`)
 }
 
-async function demo(deps: Deps, accountId: string, animals: string | undefined, seed: string | undefined): Promise<void> {
+async function demo(deps: Core, accountId: string, animals: string | undefined, seed: string | undefined): Promise<void> {
   if (!(await getAccount(deps.database.db, accountId))) throw new UsageError('no such account')
   const count = animals === undefined ? 300 : Number(animals)
   if (!Number.isInteger(count) || count < 1 || count > 20_000) throw new UsageError('--animals takes a whole number from 1 to 20000')
@@ -182,8 +182,8 @@ async function demo(deps: Deps, accountId: string, animals: string | undefined, 
   for (const [area, n] of Object.entries(counts)) console.log(`  ${area.padEnd(17)}${n}`)
 }
 
-// Operator commands take no readings: no ingest log connection, no writer.
-const deps = await createDeps(loadConfig(process.env, { ingestLog: undefined })).catch((error: Error) => {
+// Operator commands open the core only: no readings store, no ingest, no alert rules or their timers.
+const deps = await openCore(loadConfig(process.env, { ingestLog: undefined })).catch((error: Error) => {
   console.error(`cannot open the store: ${error.message}`)
   process.exit(1)
 })

@@ -1,4 +1,5 @@
-// The only place that picks implementations: embedded twins by default, real services when configured.
+// The only place that picks implementations: embedded twins by default, real services when configured. A core every
+// entry point opens, and the features the server (or a writer) starts on it.
 import { randomBytes } from 'node:crypto'
 import { openPglite, openPostgres, type Database } from '../db/client.ts'
 import { Authenticator } from './auth/authenticator.ts'
@@ -20,13 +21,25 @@ import { questdbStore } from '../ingest/stores/questdb.ts'
 import { sqlStore } from '../ingest/stores/sql.ts'
 import { AlertEvaluator } from './modules/alerts/evaluator.ts'
 
-export interface Deps {
+/**
+ * What every entry point opens (the server, `npm run dispatcher`, `npm run writer`, the CLI): configuration, logs,
+ * metrics, the database, the shared store, cursors, keys' cache and invalidation, the platform's status. Cheap:
+ * no readings store, no alert rules, no timers beyond the shared store's own.
+ */
+export interface Core {
   readonly config: Config
+  readonly log: Logger
+  readonly metrics: Metrics
   readonly database: Database
   readonly shared: SharedStore
+  readonly cursors: CursorCodec
   readonly authenticator: Authenticator
   readonly platform: PlatformStatusSource
-  readonly cursors: CursorCodec
+  close(): Promise<void>
+}
+
+/** What the server starts on its core: the readings store and ingest, alert rules, rate limits, webhook delivery. */
+export interface Features {
   readonly rateLimiter: RateLimiter
   readonly readings: ReadingsStore
   readonly ingest: Ingest
@@ -34,10 +47,10 @@ export interface Deps {
   readonly alerts: AlertEvaluator
   /** Started by the server (and by `bun run dispatcher`), not here: tests drive it themselves. */
   readonly dispatcher: Dispatcher
-  readonly log: Logger
-  readonly metrics: Metrics
-  close(): Promise<void>
 }
+
+/** Everything the server has; services and helpers take `Pick<Deps, …>` of the few pieces they use. */
+export interface Deps extends Core, Features {}
 
 /** Postgres when DATABASE_URL is set, the embedded PGlite otherwise. */
 export function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Database> {
@@ -55,7 +68,7 @@ export interface DepsOptions {
   clock?: () => number
 }
 
-export async function createDeps(config: Config, options: DepsOptions = {}): Promise<Deps> {
+export async function openCore(config: Config, options: Pick<DepsOptions, 'migrate' | 'log'> = {}): Promise<Core> {
   const log = options.log ?? createLogger(config.logLevel)
   const database = await openDatabase(config)
   if (options.migrate ?? true) await database.migrate()
@@ -66,31 +79,44 @@ export async function createDeps(config: Config, options: DepsOptions = {}): Pro
     : memoryStore()
   const authenticator = new Authenticator(database.db, shared, config.keyCacheTtlMs)
   await authenticator.start()
-  const rateLimiter = new RateLimiter(shared)
   const platform = new PlatformStatusSource(database.db)
   await platform.refresh()
   // Every process must sign cursors alike, so the secret lives in the database, made once.
   const cursorSecret = await settingOrCreate(database.db, 'cursor_secret', () => randomBytes(32).toString('base64url'))
+  return {
+    config, log, metrics: createMetrics(), database, shared, authenticator, platform,
+    cursors: new CursorCodec(cursorSecret),
+    async close() {
+      await shared.close()
+      await database.close()
+      await log.flush()
+    },
+  }
+}
+
+/** The server's features, started on an open core; closing the result closes both. */
+export async function startFeatures(core: Core, options: Pick<DepsOptions, 'readings' | 'clock'> = {}): Promise<Deps> {
+  const { config, database, shared, log, metrics } = core
+  const rateLimiter = new RateLimiter(shared)
   const readings = options.readings ? options.readings(database) : config.questdbIlp ? await questdbStore(config) : sqlStore(database)
-  const metrics = createMetrics()
   const dispatcher = new Dispatcher(database, config, log, systemResolver, { onAttempt: (outcome) => metrics.webhookAttempts.inc([outcome]) })
   const alerts = new AlertEvaluator({ db: database.db, shared, readings, log, now: options.clock })
   await alerts.start()
   const ingest = await createIngest({ config, database, shared, readings, log, metrics, onWritten: (batch) => alerts.observe(batch), clock: options.clock })
   return {
-    config, database, shared, authenticator, platform, log, metrics,
-    cursors: new CursorCodec(cursorSecret),
-    rateLimiter, readings, ingest, alerts,
-    dispatcher,
+    ...core, rateLimiter, readings, ingest, alerts, dispatcher,
     async close() {
       rateLimiter.stop()
       await dispatcher.stop()
       await ingest.drain()
       await alerts.close()
       await readings.close()
-      await shared.close()
-      await database.close()
-      await log.flush()
+      await core.close()
     },
   }
+}
+
+/** The server's whole set: the core and every feature. */
+export async function createDeps(config: Config, options: DepsOptions = {}): Promise<Deps> {
+  return startFeatures(await openCore(config, options), options)
 }

@@ -22,7 +22,7 @@ export const SEED_DEMO_ANIMALS = 120
  * On an empty store, creates a demo account filled with a generated collection (so the key has data behind it) and
  * returns a key holding every scope; otherwise undefined.
  */
-export async function seedDemoAccount(deps: Deps): Promise<{ accountId: string; token: string } | undefined> {
+export async function seedDemoAccount(deps: Pick<Deps, 'database' | 'log'>): Promise<{ accountId: string; token: string } | undefined> {
   const [row] = await deps.database.db.select({ n: sql<number>`count(*)::int` }).from(accounts)
   if ((row?.n ?? 0) > 0) return undefined
   const account = await createAccount(deps.database.db, { name: 'Demo account', plan: 'breeder' })

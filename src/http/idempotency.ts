@@ -72,7 +72,7 @@ export interface IdempotentResult extends Outcome { replayed: boolean }
  * transaction it is given and returns the response to send; an ApiError it throws below 500 (other than 429)
  * is stored and replayed like a success.
  */
-export async function runIdempotent(deps: Deps, request: IdempotentRequest, perform: (tx: Executor) => Promise<Outcome>): Promise<IdempotentResult> {
+export async function runIdempotent(deps: Pick<Deps, 'config' | 'database' | 'shared'>, request: IdempotentRequest, perform: (tx: Executor) => Promise<Outcome>): Promise<IdempotentResult> {
   const { accountId, key, fingerprint } = request
   const db = deps.database.db
   const cacheKey = `idem:${accountId}:${key}`
@@ -131,7 +131,7 @@ export async function runIdempotent(deps: Deps, request: IdempotentRequest, perf
 }
 
 /** Drops stored responses past the retention window (run periodically). */
-export async function purgeExpiredIdempotencyKeys(deps: Deps): Promise<void> {
+export async function purgeExpiredIdempotencyKeys(deps: Pick<Deps, 'database'>): Promise<void> {
   await deps.database.db.delete(idempotencyKeys).where(lt(idempotencyKeys.created_at, sql`now() - interval '24 hours'`))
 }
 
@@ -161,7 +161,7 @@ export interface CreateContext {
  * marks it with Idempotent-Replayed and, on an etag route, the ETag of the version the create made. A stored
  * refusal (4xx) answers as the problem it was.
  */
-export async function writeOnce<Out extends object>(deps: Deps, context: CreateContext, perform: (tx: Executor) => Promise<Out>): Promise<Out | Response> {
+export async function writeOnce<Out extends object>(deps: Pick<Deps, 'config' | 'database' | 'shared'>, context: CreateContext, perform: (tx: Executor) => Promise<Out>): Promise<Out | Response> {
   const { request, set, headers, body } = context
   const state = requestState(request)
   const route = state.route

@@ -53,7 +53,7 @@ function statementFor(request: ListRequest, present: string[]): Statement {
   return statement
 }
 
-export async function listPage<Out, F extends Record<string, unknown>>(deps: Deps, request: ListRequest<F>, present: (row: any) => Out): Promise<Page<Out>> {
+export async function listPage<Out, F extends Record<string, unknown>>(deps: Pick<Deps, 'cursors' | 'database'>, request: ListRequest<F>, present: (row: any) => Out): Promise<Page<Out>> {
   const { sortBy } = request
   const scope: CursorScope = { list: request.list, accountId: request.accountId, filters: request.filters }
   const limit = request.limit ?? 50

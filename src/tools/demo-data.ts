@@ -88,7 +88,7 @@ export function generateDemoData(options: DemoOptions = {}): DemoData {
  * Fills an account that has no animals yet with a generated collection, in one transaction (all of it or none).
  * Returns how many records of each area it wrote.
  */
-export async function fillDemoAccount(deps: Deps, accountId: string, options: DemoOptions = {}): Promise<Record<keyof DemoData, number>> {
+export async function fillDemoAccount(deps: Pick<Deps, 'database'>, accountId: string, options: DemoOptions = {}): Promise<Record<keyof DemoData, number>> {
   if (await accountHasAnimals(deps.database.db, accountId)) throw new Error(`account ${accountId} already has animals; demo data goes into an empty account`)
   const data = generateDemoData(options)
   await deps.database.db.transaction(async (tx) => {

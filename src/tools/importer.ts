@@ -298,7 +298,7 @@ export async function importRecordsIn(tx: Executor, accountId: string, areaName:
 }
 
 /** Imports `rows` into one account's `area` in one transaction: all of them, or (on any error) none. */
-export async function importRecords(deps: Deps, accountId: string, area: string, rows: unknown[]): Promise<{ imported: number }> {
+export async function importRecords(deps: Pick<Deps, 'database'>, accountId: string, area: string, rows: unknown[]): Promise<{ imported: number }> {
   return deps.database.db.transaction((tx) => importRecordsIn(tx, accountId, area, rows))
 }
 

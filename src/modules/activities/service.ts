@@ -52,7 +52,7 @@ export async function recordActivity(tx: Executor, accountId: string, input: Act
 }
 
 
-export function listActivities(deps: Deps, accountId: string, query: ActivityListQuery) {
+export function listActivities(deps: Pick<Deps, 'cursors' | 'database'>, accountId: string, query: ActivityListQuery) {
   const { limit, cursor, ...filters } = query
   const conditions = (f: Bound<typeof filters>) => [
     equals(activities.animal_id, f.animal_id),

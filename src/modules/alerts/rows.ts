@@ -1,5 +1,5 @@
 // Alert rows as the evaluator and the API share them: their presentation, the event each transition sends, the
-// evaluator's batched writes and what it loads. Kept apart from service.ts, which takes the whole Deps, so the
+// evaluator's batched writes and what it loads. Kept apart from service.ts, whose functions take pieces of Deps, so the
 // evaluator (built by src/deps.ts) imports nothing that imports deps.ts back.
 import { and, eq, isNull, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'

@@ -66,7 +66,7 @@ async function checkRule(db: Executor, accountId: string, fields: RuleFields): P
 }
 
 
-export function listRules(deps: Deps, accountId: string, query: RuleListQuery) {
+export function listRules(deps: Pick<Deps, 'cursors' | 'database'>, accountId: string, query: RuleListQuery) {
   const { limit, cursor, ...filters } = query
   return listPage(deps, {
     list: 'alert-rules', accountId, table: alertRules, filters, limit, cursor,
@@ -93,7 +93,7 @@ export async function createRule(tx: Executor, accountId: string, input: Partial
  * Applies a JSON merge patch. A rule that now watches something else (another target or metric) closes its open
  * alerts with `rule_changed`; one that no longer has a range (or a staleness limit) closes those of that kind.
  */
-export async function updateRule(deps: Deps, accountId: string, id: string, patch: Record<string, unknown>, ifMatch: string | null): Promise<AlertRuleRow> {
+export async function updateRule(deps: Pick<Deps, 'alerts' | 'database' | 'shared'>, accountId: string, id: string, patch: Record<string, unknown>, ifMatch: string | null): Promise<AlertRuleRow> {
   const row = await deps.database.db.transaction(async (tx) => {
     const current = await getRule(tx, accountId, id, true)
     if (!current) throw new ApiError('not_found', 'No such alert rule.')
@@ -116,7 +116,7 @@ export async function updateRule(deps: Deps, accountId: string, id: string, patc
 }
 
 /** Soft delete: gone from the API, kept in storage so its alerts still name it; its open alerts close. */
-export async function deleteRule(deps: Deps, accountId: string, id: string, ifMatch: string | null): Promise<void> {
+export async function deleteRule(deps: Pick<Deps, 'alerts' | 'database' | 'shared'>, accountId: string, id: string, ifMatch: string | null): Promise<void> {
   await deps.database.db.transaction(async (tx) => {
     const current = await getRule(tx, accountId, id, true)
     if (!current) throw new ApiError('not_found', 'No such alert rule.')
@@ -150,7 +150,7 @@ export interface AlertListQuery {
   state?: AlertRow['state']; kind?: AlertRow['kind']; environment_id?: string; device_id?: string; rule_id?: string; updated_since?: string
 }
 
-export function listAlerts(deps: Deps, accountId: string, query: AlertListQuery) {
+export function listAlerts(deps: Pick<Deps, 'cursors' | 'database'>, accountId: string, query: AlertListQuery) {
   const { limit, cursor, ...filters } = query
   return listPage(deps, {
     list: 'alerts', accountId, table: alerts, filters, limit, cursor,

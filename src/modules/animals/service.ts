@@ -73,7 +73,7 @@ async function checkFields(db: Executor, accountId: string, fields: AnimalFields
 }
 
 
-export function listAnimals(deps: Deps, accountId: string, query: AnimalListQuery) {
+export function listAnimals(deps: Pick<Deps, 'cursors' | 'database'>, accountId: string, query: AnimalListQuery) {
   const { limit, cursor, ...filters } = query
   return listPage(deps, {
     list: 'animals', accountId, table: animals, filters, limit, cursor,
@@ -90,7 +90,7 @@ export function listAnimals(deps: Deps, accountId: string, query: AnimalListQuer
   }, presentAnimal)
 }
 
-export async function createAnimal(deps: Deps, accountId: string, input: Partial<AnimalFields> & Pick<AnimalFields, 'name' | 'species_id'>): Promise<AnimalRow> {
+export async function createAnimal(deps: Pick<Deps, 'database'>, accountId: string, input: Partial<AnimalFields> & Pick<AnimalFields, 'name' | 'species_id'>): Promise<AnimalRow> {
   const fields: AnimalFields = { ...EMPTY, ...input }
   return deps.database.db.transaction(async (tx) => {
     await checkFields(tx, accountId, fields)
@@ -101,7 +101,7 @@ export async function createAnimal(deps: Deps, accountId: string, input: Partial
 }
 
 /** Applies a JSON merge patch; `ifMatch` (when sent) must name the current version. */
-export async function updateAnimal(deps: Deps, accountId: string, id: string, patch: Record<string, unknown>, ifMatch: string | null): Promise<AnimalRow> {
+export async function updateAnimal(deps: Pick<Deps, 'database'>, accountId: string, id: string, patch: Record<string, unknown>, ifMatch: string | null): Promise<AnimalRow> {
   return deps.database.db.transaction(async (tx) => {
     // Locked so the version we check is the version we replace.
     const current = await getAnimal(tx, accountId, id, true)
@@ -122,7 +122,7 @@ export async function updateAnimal(deps: Deps, accountId: string, id: string, pa
 }
 
 /** Soft delete: gone from the API, kept in storage. */
-export async function deleteAnimal(deps: Deps, accountId: string, id: string, ifMatch: string | null): Promise<void> {
+export async function deleteAnimal(deps: Pick<Deps, 'database'>, accountId: string, id: string, ifMatch: string | null): Promise<void> {
   await deps.database.db.transaction(async (tx) => {
     const current = await getAnimal(tx, accountId, id, true)
     if (!current) throw new ApiError('not_found', 'No such animal.')
@@ -182,7 +182,7 @@ export async function recordWeights(tx: Executor, accountId: string, weighings: 
 }
 
 /** The species present in the account with how many (undeleted) animals of each, keyset-paged by species id. */
-export async function listAnimalTypes(deps: Deps, accountId: string, query: { limit?: number; cursor?: string }) {
+export async function listAnimalTypes(deps: Pick<Deps, 'cursors' | 'database'>, accountId: string, query: { limit?: number; cursor?: string }) {
   const scope = { list: 'animal-types', accountId, filters: {} }
   const limit = query.limit ?? 50
   const after = query.cursor ? String(deps.cursors.decode(scope, query.cursor)[0]) : undefined

@@ -22,7 +22,7 @@ export interface EventBody { id: string; type: string; created_at: string; data:
 /** The event exactly as a webhook delivery carries it (the stored, signed payload). */
 export const presentEvent = (row: { payload: string }) => JSON.parse(row.payload) as EventBody
 
-export function listEvents(deps: Deps, accountId: string, query: EventListQuery) {
+export function listEvents(deps: Pick<Deps, 'cursors' | 'database'>, accountId: string, query: EventListQuery) {
   const { limit, cursor, ...filters } = query
   return listPage(deps, {
     list: 'events', accountId, table: outboxEvents, filters, limit, cursor,
@@ -30,7 +30,7 @@ export function listEvents(deps: Deps, accountId: string, query: EventListQuery)
   }, presentEvent)
 }
 
-export async function getEvent(deps: Deps, accountId: string, id: string) {
+export async function getEvent(deps: Pick<Deps, 'database'>, accountId: string, id: string) {
   const [row] = isId('event', id)
     ? await deps.database.db.select({ payload: outboxEvents.payload }).from(outboxEvents).where(and(eq(outboxEvents.account_id, accountId), eq(outboxEvents.id, id), retained()))
     : []
@@ -39,13 +39,13 @@ export async function getEvent(deps: Deps, accountId: string, id: string) {
 }
 
 /** The endpoint, or a 404 (another account's endpoint is not found either). */
-const ownEndpoint = (deps: Deps, accountId: string, endpointId: string) => {
+const ownEndpoint = (deps: Pick<Deps, 'database'>, accountId: string, endpointId: string) => {
   if (!isId('webhookEndpoint', endpointId)) throw new ApiError('not_found', 'No such webhook endpoint.')
   return getEndpoint(deps, accountId, endpointId)
 }
 
 /** Every attempt to deliver to the endpoint, newest first, keyset-paged by attempt id (which sorts by time). */
-export async function listAttempts(deps: Deps, accountId: string, endpointId: string, query: { limit?: number; cursor?: string }) {
+export async function listAttempts(deps: Pick<Deps, 'cursors' | 'database'>, accountId: string, endpointId: string, query: { limit?: number; cursor?: string }) {
   await ownEndpoint(deps, accountId, endpointId)
   const scope = { list: 'webhook-attempts', accountId, filters: { endpoint_id: endpointId } }
   const limit = query.limit ?? 50
@@ -64,7 +64,7 @@ export async function listAttempts(deps: Deps, accountId: string, endpointId: st
  * After a receiver's outage: every delivery to the endpoint that failed (ran out of attempts) for an event created
  * at or after `since` is due again now, with a fresh schedule of retries. Deliveries still pending are left alone.
  */
-export async function recoverEndpoint(deps: Deps, accountId: string, endpointId: string, since: string): Promise<{ recovered: number }> {
+export async function recoverEndpoint(deps: Pick<Deps, 'database'>, accountId: string, endpointId: string, since: string): Promise<{ recovered: number }> {
   const endpoint = await ownEndpoint(deps, accountId, endpointId)
   if (endpoint.status !== 'enabled') throw new ApiError('conflict', 'The endpoint is disabled: enable it (PATCH status "enabled") before recovering its deliveries.')
   const rows = await deps.database.db.update(webhookDeliveries)
@@ -75,7 +75,7 @@ export async function recoverEndpoint(deps: Deps, accountId: string, endpointId:
 }
 
 /** One event to one endpoint again, whether it was delivered, failed, or never subscribed: due now. */
-export async function resendEvent(deps: Deps, accountId: string, endpointId: string, eventId: string): Promise<{ event_id: string }> {
+export async function resendEvent(deps: Pick<Deps, 'database'>, accountId: string, endpointId: string, eventId: string): Promise<{ event_id: string }> {
   const endpoint = await ownEndpoint(deps, accountId, endpointId)
   if (endpoint.status !== 'enabled') throw new ApiError('conflict', 'The endpoint is disabled: enable it (PATCH status "enabled") before resending to it.')
   const event = await getEvent(deps, accountId, eventId).catch(() => undefined)

@@ -33,7 +33,7 @@ export function normalizeUserCode(input: string): string | undefined {
   return `${compact.slice(0, 4)}-${compact.slice(4)}`
 }
 
-export async function startClaim(deps: Deps, input: { model?: string; hardware_id?: string }) {
+export async function startClaim(deps: Pick<Deps, 'database'>, input: { model?: string; hardware_id?: string }) {
   for (let attempt = 0; ; attempt++) {
     try {
       const [claim] = await deps.database.db.insert(pairingClaims).values({
@@ -53,7 +53,7 @@ export async function startClaim(deps: Deps, input: { model?: string; hardware_i
  * What a polling device learns. Polling faster than the interval answers slow_down; the first poll after the
  * claim carries the device key, which is erased as it is handed over, so later polls carry only the device id.
  */
-export async function pollClaim(deps: Deps, claimId: string): Promise<{ status: ClaimStatus; device_id?: string; device_key?: string }> {
+export async function pollClaim(deps: Pick<Deps, 'database'>, claimId: string): Promise<{ status: ClaimStatus; device_id?: string; device_key?: string }> {
   const db = deps.database.db
   const [claim] = await db.select().from(pairingClaims).where(eq(pairingClaims.id, claimId))
   if (!claim) throw new ApiError('not_found', 'No such claim.')
@@ -80,7 +80,7 @@ export interface ClaimRow {
 }
 
 /** Finds the pending claim a user code names, inside the device-creating transaction; counts every attempt. */
-export async function claimForDevice(deps: Deps, tx: Executor, accountId: string, code: string): Promise<ClaimRow> {
+export async function claimForDevice(deps: Pick<Deps, 'rateLimiter'>, tx: Executor, accountId: string, code: string): Promise<ClaimRow> {
   const { count, resetMs } = await deps.rateLimiter.exact(`claim-attempts:${accountId}`, CLAIM_ATTEMPT_WINDOW_MS)
   if (count > CLAIM_ATTEMPTS_PER_WINDOW) {
     const seconds = Math.ceil(resetMs / 1000)

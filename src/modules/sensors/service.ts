@@ -51,7 +51,7 @@ async function resolveChannels(db: Executor, accountId: string, channels: Channe
 
 export interface DeviceListQuery { limit?: number; cursor?: string; environment_id?: string; updated_since?: string }
 
-export function listDevices(deps: Deps, accountId: string, query: DeviceListQuery) {
+export function listDevices(deps: Pick<Deps, 'cursors' | 'database'>, accountId: string, query: DeviceListQuery) {
   const { limit, cursor, ...filters } = query
   return listPage(deps, {
     list: 'sensor-devices', accountId, table: sensorDevices, filters, limit, cursor,
@@ -67,7 +67,7 @@ export function listDevices(deps: Deps, accountId: string, query: DeviceListQuer
  * Registers a device and mints its key. With `claim_code` it completes a pairing claim instead: the key then
  * goes to the device through its next poll, never to the caller, so it exists in exactly one place.
  */
-export async function createDevice(deps: Deps, accountId: string, input: DeviceInput): Promise<{ row: DeviceRow; key: string | null }> {
+export async function createDevice(deps: Pick<Deps, 'database' | 'rateLimiter'>, accountId: string, input: DeviceInput): Promise<{ row: DeviceRow; key: string | null }> {
   const result = await deps.database.db.transaction(async (tx) => {
     let claim: ClaimRow | undefined
     if (input.claim_code !== undefined) claim = await claimForDevice(deps, tx, accountId, input.claim_code)
@@ -90,7 +90,7 @@ export async function createDevice(deps: Deps, accountId: string, input: DeviceI
 
 const WRITABLE = ['name', 'model', 'hardware_id', 'channels'] as const
 
-export async function updateDevice(deps: Deps, accountId: string, id: string, patch: Record<string, unknown>, ifMatch: string | null): Promise<DeviceRow> {
+export async function updateDevice(deps: Pick<Deps, 'database' | 'shared'>, accountId: string, id: string, patch: Record<string, unknown>, ifMatch: string | null): Promise<DeviceRow> {
   const row = await deps.database.db.transaction(async (tx) => {
     const current = await getDevice(tx, accountId, id, true)
     if (!current) throw new ApiError('not_found', 'No such device.')
@@ -114,7 +114,7 @@ export async function updateDevice(deps: Deps, accountId: string, id: string, pa
 }
 
 /** Soft delete; the device's keys are revoked in the same transaction and dropped from every process's cache. */
-export async function deleteDevice(deps: Deps, accountId: string, id: string, ifMatch: string | null): Promise<void> {
+export async function deleteDevice(deps: Pick<Deps, 'authenticator' | 'database' | 'shared'>, accountId: string, id: string, ifMatch: string | null): Promise<void> {
   const revoked = await deps.database.db.transaction(async (tx) => {
     const current = await getDevice(tx, accountId, id, true)
     if (!current) throw new ApiError('not_found', 'No such device.')

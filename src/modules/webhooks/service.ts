@@ -23,7 +23,7 @@ export function presentEndpoint(row: EndpointRow) {
 
 export interface EndpointInput { url?: string; description?: string | null; enabled_events?: string[]; status?: 'enabled' | 'disabled' }
 
-async function check(deps: Deps, input: EndpointInput): Promise<void> {
+async function check(deps: Pick<Deps, 'config'>, input: EndpointInput): Promise<void> {
   const errors: FieldError[] = []
   if (input.url !== undefined) {
     const problem = await urlProblem(input.url, deps.config.webhookAllowPrivate)
@@ -35,7 +35,7 @@ async function check(deps: Deps, input: EndpointInput): Promise<void> {
   if (errors.length) throw new ApiError('validation_failed', 'The endpoint is not valid.', { errors })
 }
 
-export async function createEndpoint(deps: Deps, accountId: string, input: Required<Pick<EndpointInput, 'url' | 'enabled_events'>> & EndpointInput) {
+export async function createEndpoint(deps: Pick<Deps, 'config' | 'database'>, accountId: string, input: Required<Pick<EndpointInput, 'url' | 'enabled_events'>> & EndpointInput) {
   await check(deps, input)
   const [row] = await deps.database.db.insert(webhookEndpoints).values({
     id: newId('webhookEndpoint'), account_id: accountId, url: input.url, description: input.description ?? null,
@@ -44,13 +44,13 @@ export async function createEndpoint(deps: Deps, accountId: string, input: Requi
   return row!
 }
 
-export async function getEndpoint(deps: Deps, accountId: string, id: string): Promise<EndpointRow> {
+export async function getEndpoint(deps: Pick<Deps, 'database'>, accountId: string, id: string): Promise<EndpointRow> {
   const [row] = await deps.database.db.select().from(webhookEndpoints).where(and(eq(webhookEndpoints.account_id, accountId), eq(webhookEndpoints.id, id)))
   if (!row) throw new ApiError('not_found', 'No such webhook endpoint.')
   return row
 }
 
-export function listEndpoints(deps: Deps, accountId: string, query: { limit?: number; cursor?: string; updated_since?: string }) {
+export function listEndpoints(deps: Pick<Deps, 'cursors' | 'database'>, accountId: string, query: { limit?: number; cursor?: string; updated_since?: string }) {
   const { limit, cursor, ...filters } = query
   return listPage(deps, {
     list: 'webhook-endpoints', accountId, table: webhookEndpoints, filters, limit, cursor,
@@ -59,7 +59,7 @@ export function listEndpoints(deps: Deps, accountId: string, query: { limit?: nu
 }
 
 /** Counts by delivery state and the latest attempts, for the endpoint's owner to see how delivery goes. */
-export async function deliveryReport(deps: Deps, endpointId: string) {
+export async function deliveryReport(deps: Pick<Deps, 'database'>, endpointId: string) {
   const db = deps.database.db
   const counts = await db.select({ status: webhookDeliveries.status, n: sql<number>`count(*)::int` }).from(webhookDeliveries)
     .where(eq(webhookDeliveries.endpoint_id, endpointId)).groupBy(webhookDeliveries.status)
@@ -76,7 +76,7 @@ export async function deliveryReport(deps: Deps, endpointId: string) {
   }
 }
 
-export async function updateEndpoint(deps: Deps, accountId: string, id: string, patch: EndpointInput & { rotate_secret?: boolean }) {
+export async function updateEndpoint(deps: Pick<Deps, 'config' | 'database'>, accountId: string, id: string, patch: EndpointInput & { rotate_secret?: boolean }) {
   const current = await getEndpoint(deps, accountId, id)
   await check(deps, patch)
   const now = new Date()
@@ -93,12 +93,12 @@ export async function updateEndpoint(deps: Deps, accountId: string, id: string, 
   return { row: row!, rotated: rotate }
 }
 
-export async function deleteEndpoint(deps: Deps, accountId: string, id: string): Promise<void> {
+export async function deleteEndpoint(deps: Pick<Deps, 'database'>, accountId: string, id: string): Promise<void> {
   const deleted = await deps.database.db.delete(webhookEndpoints).where(and(eq(webhookEndpoints.account_id, accountId), eq(webhookEndpoints.id, id))).returning({ id: webhookEndpoints.id })
   if (!deleted.length) throw new ApiError('not_found', 'No such webhook endpoint.')
 }
 
-export async function sendTestEvent(deps: Deps, accountId: string, id: string): Promise<string> {
+export async function sendTestEvent(deps: Pick<Deps, 'database'>, accountId: string, id: string): Promise<string> {
   await getEndpoint(deps, accountId, id)
   return deps.database.db.transaction((tx) => appendTestEvent(tx, accountId, id))
 }
