@@ -1,13 +1,13 @@
 // The reference's "typical first flow" (api-v1-reference.md §1, rule 4), end to end on a real server on
 // loopback, through a typed client generated from the service's own GET /api/v1/openapi.json
-// (test/client/api.d.ts, written by `npm run client:generate`). `npm run typecheck` checks every path,
+// (clients/typescript/src/api.ts, written by `npm run client:generate`). `npm run typecheck` checks every path,
 // parameter, body and response used here against that file, and the first test fails whenever the file
 // differs from what the running service publishes, so the client cannot drift from the document.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import createClient from 'openapi-fetch'
 import type { Scope } from '../../src/auth/scopes.ts'
-import type { components, paths } from '../client/api.d.ts'
-import { API_TYPES_PATH, generateTypes, OPENAPI_PATH } from '../client/generate.ts'
+import type { components, paths } from '../../clients/typescript/src/api.ts'
+import { API_TYPES_PATH, generateTypes, OPENAPI_PATH } from '../../clients/typescript/scripts/generate.ts'
 import { createTestEnv, type TestEnv } from '../helpers.ts'
 
 type Problem = components['schemas']['Problem']
@@ -44,9 +44,9 @@ describe('typed client from the served OpenAPI document', () => {
       const line = a.findIndex((text, i) => text !== b[i])
       const at = line === -1 ? a.length : line
       throw new Error(
-        `test/client/api.d.ts is stale: it differs from GET ${OPENAPI_PATH} first at line ${at + 1}\n` +
+        `clients/typescript/src/api.ts is stale: it differs from GET ${OPENAPI_PATH} first at line ${at + 1}\n` +
         `  committed: ${a[at] ?? '(end of file)'}\n  served:    ${b[at] ?? '(end of file)'}\n` +
-        'Run `npm run client:generate` and commit test/client/api.d.ts.',
+        'Run `npm run client:generate` and commit clients/typescript/src/api.ts.',
       )
     }
   })
