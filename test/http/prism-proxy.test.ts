@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import createClient from 'openapi-fetch'
 import type { Scope } from '../../src/auth/scopes.ts'
-import type { paths } from '../client/api.d.ts'
+import type { paths } from '../../clients/typescript/src/api.ts'
 import { createTestEnv, type TestEnv } from '../helpers.ts'
 
 const PRISM = join(import.meta.dir, '..', '..', 'node_modules', '.bin', 'prism')

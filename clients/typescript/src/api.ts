@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 // Source: GET /api/v1/openapi.json of this service. Regenerate with `npm run client:generate`;
-// test/client-e2e.test.ts fails while this file differs from what the running service publishes.
+// test/http/client-e2e.test.ts fails while this file differs from what the running service publishes.
 
 export interface paths {
     "/api/v1/errors/{code}": {

@@ -1,28 +1,33 @@
-// The typed client's types, generated from the OpenAPI document the service itself serves.
+// The SDK's types (clients/typescript/src/api.ts), generated from the OpenAPI document the service itself serves.
 //
-//   npm run client:generate      (bun test/client/generate.ts)
+//   npm run client:generate      (bun clients/typescript/scripts/generate.ts)
 //
 // Builds the app in-process on an in-memory PGlite (no listening, no external services, never the `_test`
-// routes), asks it for GET /api/v1/openapi.json, and writes test/client/api.d.ts with openapi-typescript.
-// test/client-e2e.test.ts regenerates from its running server and fails when the committed file differs,
-// so the committed client can never drift from the served document. The output is deterministic: it
-// depends only on the document (no timestamps, no paths, no versions of the machine).
+// routes), asks it for GET /api/v1/openapi.json, and writes clients/typescript/src/api.ts with openapi-typescript.
+// test/http/client-e2e.test.ts regenerates from its running server and fails when the committed file differs,
+// so the committed SDK can never drift from the served document. The output is deterministic: it depends only
+// on the document (no timestamps, no paths, no versions of the machine).
+//
+// The output is a .ts module of types only, not a .d.ts: the package's build (tsc) emits declarations for .ts
+// sources but does not copy .d.ts inputs to dist/, and the SDK's own modules import these types.
+//
+// This script is the repository's, not the package's (it builds the service), so the package does not ship it.
 import { fileURLToPath } from 'node:url'
 import openapiTS, { astToString, COMMENT_HEADER, type OpenAPI3 } from 'openapi-typescript'
-import { createApp } from '../../src/app.ts'
-import { loadConfig } from '../../src/config.ts'
-import { createDeps } from '../../src/deps.ts'
+import { createApp } from '../../../src/app.ts'
+import { loadConfig } from '../../../src/config.ts'
+import { createDeps } from '../../../src/deps.ts'
 
-export const API_TYPES_PATH = fileURLToPath(new URL('./api.d.ts', import.meta.url))
+export const API_TYPES_PATH = fileURLToPath(new URL('../src/api.ts', import.meta.url))
 export const OPENAPI_PATH = '/api/v1/openapi.json'
 
 const BANNER = `${COMMENT_HEADER.trimEnd()}
 // Source: GET ${OPENAPI_PATH} of this service. Regenerate with \`npm run client:generate\`;
-// test/client-e2e.test.ts fails while this file differs from what the running service publishes.
+// test/http/client-e2e.test.ts fails while this file differs from what the running service publishes.
 
 `
 
-/** openapi-typescript's rendering of `document`, with the banner: the exact text of api.d.ts. */
+/** openapi-typescript's rendering of `document`, with the banner: the exact text of api.ts. */
 export async function generateTypes(document: unknown): Promise<string> {
   // openapi-typescript may annotate the object it is given; hand it a copy.
   const ast = await openapiTS(structuredClone(document) as OpenAPI3, { silent: true })
