@@ -19,7 +19,7 @@ export interface Database {
   close(): Promise<void>
 }
 
-export const MIGRATIONS_FOLDER = join(import.meta.dir, 'migrations')
+const MIGRATIONS_FOLDER = join(import.meta.dir, 'migrations')
 
 function processAlive(pid: number): boolean {
   try { process.kill(pid, 0); return true } catch (e) { return (e as NodeJS.ErrnoException).code === 'EPERM' }

@@ -55,7 +55,7 @@ export interface MqttListener {
 }
 
 /** The HTTP API's 1 MiB body limit, plus room for the topic and MQTT's own header. */
-export const MQTT_MAX_PACKET_BYTES = 1024 * 1024 + 1024
+const MQTT_MAX_PACKET_BYTES = 1024 * 1024 + 1024
 
 /** MQTT 5 reason codes we send ourselves (aedes sends the rest). */
 const SERVER_BUSY = 0x89

@@ -30,7 +30,7 @@ const MESSAGES: Record<RejectCode, string> = {
 }
 
 /** Epoch ms from `ts` (RFC 3339 text or epoch ms), `now` when absent, or a rejection code. */
-export function parseTimestamp(ts: unknown, now: number): number | RejectCode {
+function parseTimestamp(ts: unknown, now: number): number | RejectCode {
   if (ts === undefined) return now
   let ms: number
   if (typeof ts === 'number') ms = Number.isInteger(ts) ? ts : NaN

@@ -11,7 +11,7 @@ import { JsonInteger, PageOf } from '../src/http/schemas.ts'
 import { Instant, nullable, oneOf } from '../src/records/fields.ts'
 import { AGGREGATES, FILLS, type Aggregate, type BucketRow, type BucketSpec, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
 
-export const INTERVALS = { '1m': 60_000, '5m': 300_000, '15m': 900_000, '30m': 1_800_000, '1h': 3_600_000, '6h': 21_600_000, '12h': 43_200_000, '1d': 86_400_000 } as const
+const INTERVALS = { '1m': 60_000, '5m': 300_000, '15m': 900_000, '30m': 1_800_000, '1h': 3_600_000, '6h': 21_600_000, '12h': 43_200_000, '1d': 86_400_000 } as const
 const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
 const JSON_LIMIT = { default: 1000, max: 10_000 }
 const CSV_LIMIT = { default: 100_000, max: 1_000_000 }
@@ -64,7 +64,7 @@ const Query = t.Object({
 })
 
 /** CSV when the query says so, or when Accept ranks text/csv above JSON; JSON otherwise (RFC 9110 §12.5.1 lets a server ignore an Accept it cannot meet). */
-export function wantsCsv(format: 'json' | 'csv' | undefined, accept: string | null): boolean {
+function wantsCsv(format: 'json' | 'csv' | undefined, accept: string | null): boolean {
   if (format) return format === 'csv'
   if (!accept) return false
   let csv = 0

@@ -181,4 +181,3 @@ export function createApp(deps: Deps) {
   return app
 }
 
-export type App = ReturnType<typeof createApp>

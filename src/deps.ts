@@ -95,7 +95,7 @@ export async function openCore(config: Config, options: Pick<DepsOptions, 'migra
 }
 
 /** The server's features, started on an open core; closing the result closes both. */
-export async function startFeatures(core: Core, options: Pick<DepsOptions, 'readings' | 'clock'> = {}): Promise<Deps> {
+async function startFeatures(core: Core, options: Pick<DepsOptions, 'readings' | 'clock'> = {}): Promise<Deps> {
   const { config, database, shared, log, metrics } = core
   const rateLimiter = new RateLimiter(shared)
   const readings = options.readings ? options.readings(database) : config.questdbIlp ? await questdbStore(config) : sqlStore(database)

@@ -19,7 +19,7 @@ const number = (n: number) => (Number.isFinite(n) ? String(n) : n > 0 ? '+Inf' :
 
 interface Metric { render(): string | Promise<string> }
 
-export class Counter implements Metric {
+class Counter implements Metric {
   private readonly values = new Map<string, { labels: Labels; value: number }>()
   constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[] = []) {}
 
@@ -42,7 +42,7 @@ export class Counter implements Metric {
   }
 }
 
-export class Histogram implements Metric {
+class Histogram implements Metric {
   private readonly series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>()
   constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[], readonly buckets: readonly number[]) {}
 
@@ -76,7 +76,7 @@ export class Histogram implements Metric {
 export interface GaugeSample { labels?: Labels; value: number }
 
 /** A value read when scraped (queue depth, backlog, backend up), so nothing is kept up to date in between. */
-export class Gauge implements Metric {
+class Gauge implements Metric {
   constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[], private readonly read: () => GaugeSample[] | Promise<GaugeSample[]>) {}
 
   async render(): Promise<string> {

@@ -12,7 +12,7 @@ async function readSetting(db: Db, key: string): Promise<string | undefined> {
   return row?.value
 }
 
-export async function writeSetting(db: Db, key: string, value: string): Promise<void> {
+async function writeSetting(db: Db, key: string, value: string): Promise<void> {
   await db.insert(platformSettings).values({ key, value })
     .onConflictDoUpdate({ target: platformSettings.key, set: { value, updatedAt: new Date() } })
 }

@@ -16,7 +16,7 @@ export function demoEnabled(config: Config): boolean {
  * How many animals the first start puts in the demo account. Smaller than the `demo` command's default (300) so
  * the first start stays quick (a second or two on PGlite); `bun run cli demo` makes a bigger collection.
  */
-export const SEED_DEMO_ANIMALS = 120
+const SEED_DEMO_ANIMALS = 120
 
 /**
  * On an empty store, creates a demo account filled with a generated collection (so the key has data behind it) and

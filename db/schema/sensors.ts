@@ -27,7 +27,7 @@ export const sensorDevices = pgTable('sensor_devices', {
   index('sensor_devices_account_updated_idx').on(t.account_id, t.updated_at),
 ])
 
-export const CLAIM_STATUSES = ['pending', 'claimed', 'expired'] as const
+const CLAIM_STATUSES = ['pending', 'claimed', 'expired'] as const
 
 /** RFC 8628-shaped pairing: a headless device starts a claim, its owner completes it with the user code. */
 export const pairingClaims = pgTable('pairing_claims', {

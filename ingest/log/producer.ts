@@ -7,7 +7,7 @@ import { encodeBatch } from './codec.ts'
 import type { IngestLogConnection } from './index.ts'
 
 /** How long a publish waits for the log's acknowledgement: ingest answers 503 within 2 s while the log is away. */
-export const PUBLISH_TIMEOUT_MS = 1_500
+const PUBLISH_TIMEOUT_MS = 1_500
 
 export function logSink(log: IngestLogConnection, onPublished?: (messages: number) => void): ReadingsSink {
   const { js, config } = log

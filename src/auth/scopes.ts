@@ -1,12 +1,12 @@
 // The one scope table (CONTRACT §2): `<area>:read` and `<area>:write` for every data area, plus `keys:write`.
-export const SCOPE_AREAS = [
+const SCOPE_AREAS = [
   'animals', 'activities', 'breeding', 'medical', 'contacts', 'sales', 'documents', 'environment', 'sensors', 'webhooks',
   // Additive to v1 (issue 16): threshold and stale-sensor alerts.
   'alerts',
 ] as const
 export type ScopeArea = (typeof SCOPE_AREAS)[number]
 /** Scopes about the account itself rather than a data area: `keys:write` signs in to the web console (/console). */
-export const ACCOUNT_SCOPES = ['keys:write'] as const
+const ACCOUNT_SCOPES = ['keys:write'] as const
 export type Scope = `${ScopeArea}:${'read' | 'write'}` | (typeof ACCOUNT_SCOPES)[number]
 
 export const ALL_SCOPES: readonly Scope[] = [...SCOPE_AREAS.flatMap((area) => [`${area}:read`, `${area}:write`] as Scope[]), ...ACCOUNT_SCOPES]

@@ -69,7 +69,7 @@ export const ERROR_PAGES_PATH = '/api/v1/errors'
  * A problem's `type`: the service's own page for the code, absolute (RFC 9457 §3.1.1) on the configured
  * PUBLIC_URL. Never on the request's URL: Bun builds that from the Host header, which the caller chooses.
  */
-export const problemType = (code: ErrorCode, publicUrl: string) => `${publicUrl}${ERROR_PAGES_PATH}/${code}`
+const problemType = (code: ErrorCode, publicUrl: string) => `${publicUrl}${ERROR_PAGES_PATH}/${code}`
 
 export function problemBody(code: ErrorCode, detail: string, requestId: string, publicUrl: string, errors: FieldError[] = [], fields: Record<string, unknown> = {}) {
   return {

@@ -20,7 +20,7 @@ const EARLIEST_MS = Date.parse(`${EARLIEST_DATE}T00:00:00.000Z`)
 const LATEST_MS = Date.parse(`${LATEST_DATE}T23:59:59.999Z`)
 
 /** Whether an instant (epoch ms) is one the API takes and every store can hold. */
-export const withinInstantRange = (ms: number) => ms >= EARLIEST_MS && ms <= LATEST_MS
+const withinInstantRange = (ms: number) => ms >= EARLIEST_MS && ms <= LATEST_MS
 
 const check = (name: string) => {
   const format = fullFormats[name as keyof typeof fullFormats] as RegExp | ((value: string) => boolean)

@@ -26,7 +26,7 @@ export interface Outcome { status: number; body: string }
 /** Outcomes worth replaying: everything but server errors and rate limiting, which a retry may well fix. */
 const storable = (status: number) => status < 500 && status !== 429
 
-export function fingerprintOf(method: string, path: string, body: unknown): string {
+function fingerprintOf(method: string, path: string, body: unknown): string {
   return createHash('sha256').update(`${method} ${path}\n${canonical(body)}`).digest('base64url')
 }
 

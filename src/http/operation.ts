@@ -34,7 +34,7 @@ export interface OperationOptions {
 }
 
 /** The security schemes a key kind may be presented by: `Authorization: Bearer` or `X-API-Key` (see openapi-document.ts). */
-export const SECURITY_SCHEMES = {
+const SECURITY_SCHEMES = {
   personal: ['personalToken', 'personalTokenHeader'],
   device: ['deviceKey', 'deviceKeyHeader'],
 } as const
@@ -58,7 +58,7 @@ export interface RoutePolicy {
   produces: OperationOptions['produces']
 }
 
-export const MIN_SUNSET_NOTICE_MS = 90 * 24 * 3600 * 1000
+const MIN_SUNSET_NOTICE_MS = 90 * 24 * 3600 * 1000
 
 export function op(options: OperationOptions) {
   const auth = options.auth ?? ['personal']

@@ -34,7 +34,7 @@ export interface ImportArea {
 }
 
 /** Every area the importer knows: the two writable ones plus each read-only area, under their list names. */
-export const IMPORT_AREAS: readonly ImportArea[] = [
+const IMPORT_AREAS: readonly ImportArea[] = [
   { name: 'animals', idKind: 'animal', table: animals as unknown as KeysetTable, item: Animal },
   { name: 'activities', idKind: 'activity', table: activities as unknown as KeysetTable, item: Activity },
   ...READ_ONLY_AREAS.map(({ name, idKind, table, item }) => ({ name, idKind, table, item })),
@@ -114,10 +114,6 @@ function compile(area: ImportArea): Compiled {
   return c
 }
 
-/** The import schema of an area (the CSV reader converts cells by it). */
-export function importSchema(area: ImportArea): TObject {
-  return compile(area).schema
-}
 
 /** What a string field must look like, in words, where TypeBox would quote a regular expression. */
 function shapeOf(schema: TSchema): string | undefined {

@@ -20,7 +20,7 @@ const retained = () => sql`${outboxEvents.created_at} >= now() - interval '30 da
 export interface EventBody { id: string; type: string; created_at: string; data: { object: Record<string, unknown>; previous_attributes?: Record<string, unknown> } }
 
 /** The event exactly as a webhook delivery carries it (the stored, signed payload). */
-export const presentEvent = (row: { payload: string }) => JSON.parse(row.payload) as EventBody
+const presentEvent = (row: { payload: string }) => JSON.parse(row.payload) as EventBody
 
 export function listEvents(deps: Pick<Deps, 'cursors' | 'database'>, accountId: string, query: EventListQuery) {
   const { limit, cursor, ...filters } = query

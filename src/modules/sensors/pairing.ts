@@ -13,8 +13,8 @@ export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ'
 export const CLAIM_TTL_SECONDS = 600
 export const POLL_INTERVAL_SECONDS = 5
 /** Wrong codes an account may enter per window before it is made to wait: guessing stays hopeless. */
-export const CLAIM_ATTEMPTS_PER_WINDOW = 10
-export const CLAIM_ATTEMPT_WINDOW_MS = 15 * 60 * 1000
+const CLAIM_ATTEMPTS_PER_WINDOW = 10
+const CLAIM_ATTEMPT_WINDOW_MS = 15 * 60 * 1000
 /** The console page where the owner enters (or confirms) the code; see src/console. */
 export const VERIFICATION_PATH = '/console/activate'
 

@@ -13,7 +13,7 @@ import { urlProblem } from '../../webhooks/url-guard.ts'
 
 export type EndpointRow = typeof webhookEndpoints.$inferSelect
 /** How long a rotated-out secret keeps signing, so receivers can switch without missing a delivery. */
-export const SECRET_GRACE_MS = 24 * 3600 * 1000
+const SECRET_GRACE_MS = 24 * 3600 * 1000
 const SUBSCRIBABLE = new Set<string>(['*', ...EVENT_TYPES.filter((t) => t !== 'webhook_endpoint.test')])
 
 export function presentEndpoint(row: EndpointRow) {

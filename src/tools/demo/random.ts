@@ -1,6 +1,6 @@
 // A tiny seeded PRNG: the same seed gives the same collection (Math.random cannot be seeded).
 
-export function mulberry32(seed: number): () => number {
+function mulberry32(seed: number): () => number {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0
