@@ -174,7 +174,8 @@ describe('ingest durability', () => {
       method: 'POST', headers: { authorization: `Bearer ${device.key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ readings: [{ channel: 't1', value: 21.5, ts }] }),
     })
-    await Bun.sleep(300)
+    // SIGTERM once the server holds the batch (it waits for its 2 s flush), not after a guessed delay.
+    await waitFor(async () => /^hrs_ingest_queued_readings 1$/m.test(await (await fetch(`${server.baseUrl}/metrics`)).text()), 10_000, 20)
     const exited = server.stop('SIGTERM')
     const res = await pending
     expect(res.status).toBe(202)

@@ -53,7 +53,7 @@ describe('SIGTERM', () => {
   test('stops accepting, finishes in-flight requests, and exits 0', async () => {
     const server = await startServer({ ...storeEnv, DEMO: '0', TEST_ROUTES: '1' })
     const inFlight = fetch(`${server.baseUrl}/api/v1/_test/slow?ms=800`)
-    await Bun.sleep(200)
+    await waitFor(async () => (await (await fetch(`${server.baseUrl}/api/v1/_test/slow/in-flight`)).json()).in_flight === 1, 10_000, 10)
     const exited = server.stop('SIGTERM')
     const res = await inFlight
     expect(res.status).toBe(200)

@@ -5,6 +5,9 @@ import { Elysia, t } from 'elysia'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { op } from '../../http/operation.ts'
 
+/** GET /_test/slow requests this process is answering. */
+let slowInFlight = 0
+
 export function testingModule() {
   return new Elysia({ name: 'testing', prefix: `${API_PREFIX}/_test` })
     .get('/deprecated', () => ({ ok: true }), {
@@ -31,11 +34,21 @@ export function testingModule() {
       detail: op({ operationId: 'testFailure', summary: 'Always fails (tests only)', tags: ['Testing'] }),
     })
     .get('/slow', async ({ query }) => {
-      await Bun.sleep(query.ms)
+      slowInFlight++
+      try {
+        await Bun.sleep(query.ms)
+      } finally {
+        slowInFlight--
+      }
       return { pid: process.pid, slept_ms: query.ms }
     }, {
       query: t.Object({ ms: t.Integer({ minimum: 0, maximum: 10_000 }) }),
       response: { 200: t.Object({ pid: JsonInteger(), slept_ms: JsonInteger() }) },
       detail: op({ operationId: 'testSlow', summary: 'Answers after a delay, with the serving pid (tests only)', tags: ['Testing'], auth: 'public' }),
+    })
+    // So a test can act once a slow request is being served, instead of after a guessed delay.
+    .get('/slow/in-flight', () => ({ in_flight: slowInFlight }), {
+      response: { 200: t.Object({ in_flight: JsonInteger() }) },
+      detail: op({ operationId: 'testSlowInFlight', summary: 'Slow requests this process is serving (tests only)', tags: ['Testing'], auth: 'public' }),
     })
 }
