@@ -5,7 +5,7 @@ import { toPage, type CursorCodec, type Page, type CursorScope } from '../src/ht
 import { ApiError } from '../src/http/errors.ts'
 import { op } from '../src/http/operation.ts'
 import { API_PREFIX } from '../src/http/pipeline.ts'
-import { principalOf } from '../src/http/request.ts'
+import { principalMacro } from '../src/http/request.ts'
 import { pathOf, queryOf } from '../src/http/request-url.ts'
 import { JsonInteger, PageOf } from '../src/http/schemas.ts'
 import { Instant, nullable, oneOf } from '../src/records/fields.ts'
@@ -96,10 +96,11 @@ const samePosition = (a: SeriesPosition, b: SeriesPosition) => a[0] === b[0] && 
 
 export function readingsRoutes(deps: { readings: ReadingsStore; cursors: CursorCodec }) {
   return new Elysia({ name: 'readings', prefix: API_PREFIX })
-    .get('/environment/readings', async ({ request, query, set }) => {
+    .use(principalMacro)
+    .get('/environment/readings', async ({ principal, request, query, set }) => {
       const { limit, cursor, format, ...filters } = query
       const csv = wantsCsv(format, request.headers.get('accept'))
-      const accountId = principalOf(request).accountId
+      const accountId = principal.accountId
       // The format is left out of the binding: one cursor continues a listing as JSON or as CSV.
       const scope: CursorScope = { list: 'readings', accountId, filters }
       const position = cursor ? deps.cursors.decode(scope, cursor) : undefined
@@ -180,6 +181,7 @@ export function readingsRoutes(deps: { readings: ReadingsStore; cursors: CursorC
       // Elysia types a handler's answer as one shape; a Response is sent as it is, outside the JSON schema.
       return new Response(body, { status: 200, headers }) as unknown as Page<ReturnType<typeof present>>
     }, {
+      principal: true,
       query: Query,
       response: { 200: PageOf(ReadingRow) },
       detail: op({

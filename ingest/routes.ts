@@ -6,7 +6,8 @@ import { ApiError } from '../src/http/errors.ts'
 import { op } from '../src/http/operation.ts'
 import { API_PREFIX, type Pipeline } from '../src/http/pipeline.ts'
 import { requestState } from '../src/http/request-state.ts'
-import { principalOf } from '../src/http/request.ts'
+import { principalMacro, principalOf } from '../src/http/request.ts'
+import type { Principal } from '../src/auth/authenticator.ts'
 import { JsonInteger } from '../src/http/schemas.ts'
 import { oneOf } from '../src/records/fields.ts'
 import { IngestUnavailable } from './batcher.ts'
@@ -15,8 +16,7 @@ import type { Ingest } from './index.ts'
 import { MAX_PING_CHANNELS, MAX_READINGS_PER_BATCH, parseBatch, parsePing, ReadingsBatch, type Parsed } from './parse.ts'
 
 /** The calling device's cached configuration; a promise only when it is not cached yet. */
-function deviceOf(ingest: Ingest, request: Request): DeviceInfo | Promise<DeviceInfo> {
-  const principal = principalOf(request)
+function deviceOf(ingest: Ingest, principal: Principal): DeviceInfo | Promise<DeviceInfo> {
   const device = principal.deviceId ? ingest.devices.get(principal.deviceId) : undefined
   return device instanceof Promise ? device.then(present) : present(device)
 }
@@ -57,7 +57,8 @@ const PingBody = t.Object({
 
 export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline) {
   const ping = async (request: Request, set: { status?: number | string }, fields: Record<string, unknown>, where: string) => {
-    const known = deviceOf(ingest, request)
+    // Not the principal macro: POST /sensors/ping may authenticate in its handler (the key in the body).
+    const known = deviceOf(ingest, principalOf(request))
     const device = known instanceof Promise ? await known : known
     const { parsed, problems } = parsePing(fields, device, Date.now(), where)
     if (!parsed) throw new ApiError('validation_failed', 'The ping carries no valid readings.', { errors: problems })
@@ -66,15 +67,17 @@ export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline)
     set.status = 204
   }
   return new Elysia({ name: 'ingest', prefix: API_PREFIX })
-    .post('/sensors/readings', async ({ request, body, set }) => {
+    .use(principalMacro)
+    .post('/sensors/readings', async ({ principal, body, set }) => {
       // Awaited only on a cache miss: an await costs a turn of the microtask queue on every request.
-      const known = deviceOf(ingest, request)
+      const known = deviceOf(ingest, principal)
       const device = known instanceof Promise ? await known : known
       const parsed = parseBatch(body.readings, device, Date.now())
       await accept(ingest, device, parsed)
       set.status = 202
       return { accepted: parsed.readings.length, rejected: parsed.rejected }
     }, {
+      principal: true,
       body: ReadingsBatch,
       response: { 202: Accepted },
       detail: op({

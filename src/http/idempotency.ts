@@ -14,7 +14,7 @@ import { ApiError, problemBody } from './errors.ts'
 import { versionOf, withVersion } from './declared-response.ts'
 import { requestState } from './request-state.ts'
 import { pathOf } from './request-url.ts'
-import { principalOf } from './request.ts'
+import type { Principal } from '../auth/authenticator.ts'
 
 export const IDEMPOTENCY_RETENTION_MS = 24 * 3600 * 1000
 /** Longer than any write can take; a crashed holder's lock frees itself after this. */
@@ -149,6 +149,8 @@ const CREATED_VERSION = 1
 /** What `writeOnce` needs of the route's context (Elysia's, as the handler received it). */
 export interface CreateContext {
   request: Request
+  /** The caller (the route declares `principal: true`). */
+  principal: Principal
   set: { status?: number | string }
   headers: { 'idempotency-key'?: string }
   body: unknown
@@ -162,7 +164,7 @@ export interface CreateContext {
  * refusal (4xx) answers as the problem it was.
  */
 export async function writeOnce<Out extends object>(deps: Pick<Deps, 'config' | 'database' | 'shared'>, context: CreateContext, perform: (tx: Executor) => Promise<Out>): Promise<Out | Response> {
-  const { request, set, headers, body } = context
+  const { request, principal, set, headers, body } = context
   const state = requestState(request)
   const route = state.route
   if (!route?.policy.idempotent) throw new Error(`${route?.method} ${route?.path}: answers through writeOnce() but does not declare idempotent`)
@@ -176,7 +178,7 @@ export async function writeOnce<Out extends object>(deps: Pick<Deps, 'config' | 
   const key = headers['idempotency-key']
   const result = key === undefined
     ? { ...(await deps.database.db.transaction(create)), replayed: false }
-    : await runIdempotent(deps, { accountId: principalOf(request).accountId, key, fingerprint: fingerprintOf('POST', pathOf(request.url), body), requestId: state.requestId }, create)
+    : await runIdempotent(deps, { accountId: principal.accountId, key, fingerprint: fingerprintOf('POST', pathOf(request.url), body), requestId: state.requestId }, create)
   state.idempotency = result.replayed ? 'replayed' : 'fresh'
   set.status = result.status
   if (!result.replayed && created) return created

@@ -7,7 +7,7 @@ import type { Scope } from '../auth/scopes.ts'
 import type { Deps } from '../deps.ts'
 import { op } from '../http/operation.ts'
 import { API_PREFIX } from '../http/pipeline.ts'
-import { principalOf } from '../http/request.ts'
+import { principalMacro } from '../http/request.ts'
 import { PageOf, pageQuery } from '../http/schemas.ts'
 import type { IdKind } from '../ids.ts'
 import { listPage, type KeysetTable } from './list.ts'
@@ -37,14 +37,15 @@ const listOperationId = (name: string) => `list${name.split('-').map((w) => w[0]
 
 /** GET routes for read-only areas; their paths have no other methods, so writes get 405 from the pipeline. */
 export function readOnlyRoutes(deps: Deps, areas: readonly ReadOnlyArea[]) {
-  const app = new Elysia({ prefix: API_PREFIX })
+  const app = new Elysia({ prefix: API_PREFIX }).use(principalMacro)
   for (const area of areas) {
-    app.get(area.path, ({ request, query }) => {
+    app.get(area.path, ({ principal, query }) => {
       const { limit, cursor, ...filters } = query as Record<string, any>
       return listPage(deps, {
-        list: area.name, accountId: principalOf(request).accountId, table: area.table, filters, limit, cursor, conditions: area.conditions,
+        list: area.name, accountId: principal.accountId, table: area.table, filters, limit, cursor, conditions: area.conditions,
       }, presentRow)
     }, {
+      principal: true,
       query: t.Object({ ...pageQuery(), ...area.filters }),
       response: { 200: PageOf(area.item) },
       detail: op({ operationId: listOperationId(area.name), summary: area.summary, description: `${area.description} Newest first. Read-only in v1: writes answer 405.`, tags: [area.tag], scopes: [area.scope] }),

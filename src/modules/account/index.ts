@@ -5,7 +5,7 @@ import { ApiError } from '../../http/errors.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
 import { requestState } from '../../http/request-state.ts'
-import { principalOf } from '../../http/request.ts'
+import { principalMacro } from '../../http/request.ts'
 import { Timestamp, JsonInteger } from '../../http/schemas.ts'
 import { findKeyById, maskedToken } from '../../auth/keys.ts'
 
@@ -38,8 +38,8 @@ const MeBody = t.Object({
 
 export function accountModule(deps: Deps) {
   return new Elysia({ name: 'account' })
-    .get(`${API_PREFIX}/me`, async ({ request }) => {
-      const principal = principalOf(request)
+    .use(principalMacro)
+    .get(`${API_PREFIX}/me`, async ({ principal, request }) => {
       const [account, key] = await Promise.all([getAccount(deps.database.db, principal.accountId), findKeyById(deps.database.db, principal.keyId)])
       if (!account || !key) throw new ApiError('invalid_token', 'The key no longer exists.')
       const rl = requestState(request).rateLimit!
@@ -50,6 +50,7 @@ export function accountModule(deps: Deps) {
         rate_limits: { policy: `"default";q=${rl.limit};w=${rl.windowSeconds}`, limit: rl.limit, remaining: rl.remaining, window_seconds: rl.windowSeconds, reset_seconds: rl.resetSeconds, reset_at: rl.resetAt },
       }
     }, {
+      principal: true,
       response: { 200: MeBody },
       detail: op({ operationId: 'getMe', summary: 'The account behind the key, the scopes it holds and its rate limits', tags: ['Account'] }),
     })

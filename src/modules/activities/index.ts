@@ -4,7 +4,7 @@ import type { Deps } from '../../deps.ts'
 import { IdempotencyHeaders, writeOnce } from '../../http/idempotency.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
-import { principalOf } from '../../http/request.ts'
+import { principalMacro } from '../../http/request.ts'
 import { PageOf, pageQuery } from '../../http/schemas.ts'
 import { IdOf, Instant, Notes, UpdatedSince, nullable } from '../../records/fields.ts'
 import { ActivityListQuery, TypeId } from './queries.ts'
@@ -36,15 +36,18 @@ const ActivityCreate = t.Object({
 
 export function activitiesModule(deps: Deps) {
   return new Elysia({ name: 'activities', prefix: API_PREFIX })
-    .get('/activities', ({ request, query }) => listActivities(deps, principalOf(request).accountId, query), {
+    .use(principalMacro)
+    .get('/activities', ({ principal, query }) => listActivities(deps, principal.accountId, query), {
+      principal: true,
       query: ActivityListQuery,
       response: { 200: PageOf(Activity) },
       detail: op({ operationId: 'listActivities', summary: 'List activities', description: 'Newest occurrence first.', tags: ['Activities'], scopes: ['activities:read'] }),
     })
     .post('/activities', (context) => {
-      const { accountId } = principalOf(context.request)
+      const { accountId } = context.principal
       return writeOnce(deps, context, async (tx) => presentActivity(await recordActivity(tx, accountId, context.body)))
     }, {
+      principal: true,
       headers: IdempotencyHeaders,
       body: ActivityCreate,
       response: { 201: Activity },

@@ -8,7 +8,7 @@ import { IdempotencyHeaders, writeOnce } from '../../http/idempotency.ts'
 import { versioned } from '../../http/declared-response.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
-import { principalOf } from '../../http/request.ts'
+import { principalMacro } from '../../http/request.ts'
 import { JsonInteger, JsonNumber, PageOf, pageQuery } from '../../http/schemas.ts'
 import { isId } from '../../ids.ts'
 import { IdOf, Instant, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
@@ -135,35 +135,40 @@ const ruleId = (id: string) => {
 
 export function alertsModule(deps: Deps) {
   return new Elysia({ name: 'alerts', prefix: API_PREFIX })
-    .get('/environment/alert-rules', ({ request, query }) => listRules(deps, principalOf(request).accountId, query), {
+    .use(principalMacro)
+    .get('/environment/alert-rules', ({ principal, query }) => listRules(deps, principal.accountId, query), {
+      principal: true,
       query: RuleListQuery,
       response: { 200: PageOf(AlertRule) },
       detail: op({ operationId: 'listAlertRules', summary: 'List alert rules', description: 'Newest first. Deleted rules are not listed.', tags: ['Alerts'], scopes: ['alerts:read'] }),
     })
     .post('/environment/alert-rules', async (context) => {
-      const { accountId } = principalOf(context.request)
+      const { accountId } = context.principal
       const answer = await writeOnce(deps, context, async (tx) => versioned(await createRule(tx, accountId, context.body), presentRule))
       if (context.set.status === 201) await announce(deps, accountId)
       return answer
     }, {
+      principal: true,
       headers: IdempotencyHeaders,
       body: AlertRuleCreate,
       response: { 201: AlertRule },
       detail: op({ operationId: 'createAlertRule', summary: 'Create an alert rule', tags: ['Alerts'], etag: true, idempotent: true, scopes: ['alerts:write'], errors: [409, 422] }),
     })
-    .get('/environment/alert-rules/:id', async ({ request, params, set }) => {
-      const row = await getRule(deps.database.db, principalOf(request).accountId, ruleId(params.id))
+    .get('/environment/alert-rules/:id', async ({ principal, params, set }) => {
+      const row = await getRule(deps.database.db, principal.accountId, ruleId(params.id))
       if (!row) throw new ApiError('not_found', 'No such alert rule.')
       return versioned(row, presentRule)
     }, {
+      principal: true,
       params: RuleIdParam,
       response: { 200: AlertRule },
       detail: op({ operationId: 'getAlertRule', summary: 'Get an alert rule', tags: ['Alerts'], etag: true, scopes: ['alerts:read'], errors: [404] }),
     })
-    .patch('/environment/alert-rules/:id', async ({ request, params, body, headers, set }) => {
-      const row = await updateRule(deps, principalOf(request).accountId, ruleId(params.id), body, headers['if-match'] ?? null)
+    .patch('/environment/alert-rules/:id', async ({ principal, params, body, headers, set }) => {
+      const row = await updateRule(deps, principal.accountId, ruleId(params.id), body, headers['if-match'] ?? null)
       return versioned(row, presentRule)
     }, {
+      principal: true,
       params: RuleIdParam,
       headers: Preconditions,
       body: AlertRulePatch,
@@ -174,16 +179,18 @@ export function alertsModule(deps: Deps) {
         accepts: ['application/merge-patch+json', 'application/json'],
       }),
     })
-    .delete('/environment/alert-rules/:id', async ({ request, params, headers, set }) => {
-      await deleteRule(deps, principalOf(request).accountId, ruleId(params.id), headers['if-match'] ?? null)
+    .delete('/environment/alert-rules/:id', async ({ principal, params, headers, set }) => {
+      await deleteRule(deps, principal.accountId, ruleId(params.id), headers['if-match'] ?? null)
       set.status = 204
     }, {
+      principal: true,
       params: RuleIdParam,
       headers: Preconditions,
       response: { 204: t.Void({ description: 'Deleted.' }) },
       detail: op({ operationId: 'deleteAlertRule', summary: 'Delete an alert rule', description: 'Its open alerts close (`resolved_reason: rule_deleted`); its alerts stay listed.', tags: ['Alerts'], etag: true, scopes: ['alerts:write'], errors: [404, 412] }),
     })
-    .get('/environment/alerts', ({ request, query }) => listAlerts(deps, principalOf(request).accountId, query), {
+    .get('/environment/alerts', ({ principal, query }) => listAlerts(deps, principal.accountId, query), {
+      principal: true,
       query: t.Object({
         ...pageQuery(),
         state: t.Optional(State),
@@ -196,11 +203,12 @@ export function alertsModule(deps: Deps) {
       response: { 200: PageOf(Alert) },
       detail: op({ operationId: 'listAlerts', summary: 'List alerts', description: 'Open and past alerts, newest first; `state=open` gives the ones open now, `updated_since` what changed since a sync.', tags: ['Alerts'], scopes: ['alerts:read'] }),
     })
-    .get('/environment/alerts/:id', async ({ request, params }) => {
-      const row = isId('alert', params.id) ? await getAlert(deps.database.db, principalOf(request).accountId, params.id) : undefined
+    .get('/environment/alerts/:id', async ({ principal, params }) => {
+      const row = isId('alert', params.id) ? await getAlert(deps.database.db, principal.accountId, params.id) : undefined
       if (!row) throw new ApiError('not_found', 'No such alert.')
       return presentAlert(row)
     }, {
+      principal: true,
       params: AlertIdParam,
       response: { 200: Alert },
       detail: op({ operationId: 'getAlert', summary: 'Get an alert', tags: ['Alerts'], scopes: ['alerts:read'], errors: [404] }),

@@ -7,7 +7,7 @@ import { Preconditions } from '../../http/etag.ts'
 import { versioned } from '../../http/declared-response.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
-import { principalOf } from '../../http/request.ts'
+import { principalMacro } from '../../http/request.ts'
 import { PageOf, pageQuery, JsonInteger } from '../../http/schemas.ts'
 import { isId } from '../../ids.ts'
 import { DateOnly, IdOf, Instant, Metadata, Notes, Tags, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
@@ -94,43 +94,49 @@ const animalId = (id: string) => {
 
 export function animalsModule(deps: Deps) {
   return new Elysia({ name: 'animals', prefix: API_PREFIX })
-    .get('/animal-types', ({ request, query }) => listAnimalTypes(deps, principalOf(request).accountId, query), {
+    .use(principalMacro)
+    .get('/animal-types', ({ principal, query }) => listAnimalTypes(deps, principal.accountId, query), {
+      principal: true,
       query: t.Object(pageQuery()),
       response: { 200: PageOf(AnimalType) },
       detail: op({ operationId: 'listAnimalTypes', summary: 'List the species present in this account, with counts', tags: ['Animals'], scopes: ['animals:read'] }),
     })
-    .get('/animals', ({ request, query: { species, ...query } }) => {
+    .get('/animals', ({ principal, query: { species, ...query } }) => {
       if (species !== undefined && query.species_id !== undefined && species !== query.species_id) {
         throw new ApiError('invalid_parameter', 'species is the old name of species_id; send one of them.', { errors: [{ path: '/query/species', message: 'differs from species_id; send species_id only' }] })
       }
-      return listAnimals(deps, principalOf(request).accountId, { ...query, species_id: query.species_id ?? species })
+      return listAnimals(deps, principal.accountId, { ...query, species_id: query.species_id ?? species })
     }, {
+      principal: true,
       query: AnimalListQuery,
       response: { 200: PageOf(Animal) },
       detail: op({ operationId: 'listAnimals', summary: 'List animals', description: 'Newest first. Deleted animals are not listed.', tags: ['Animals'], scopes: ['animals:read'] }),
     })
-    .post('/animals', async ({ request, body, set }) => {
-      const row = await createAnimal(deps, principalOf(request).accountId, body)
+    .post('/animals', async ({ principal, body, set }) => {
+      const row = await createAnimal(deps, principal.accountId, body)
       set.status = 201
       return versioned(row, presentAnimal)
     }, {
+      principal: true,
       body: AnimalCreate,
       response: { 201: Animal },
       detail: op({ operationId: 'createAnimal', summary: 'Create an animal', tags: ['Animals'], etag: true, scopes: ['animals:write'], errors: [422] }),
     })
-    .get('/animals/:id', async ({ request, params, set }) => {
-      const row = await getAnimal(deps.database.db, principalOf(request).accountId, animalId(params.id))
+    .get('/animals/:id', async ({ principal, params, set }) => {
+      const row = await getAnimal(deps.database.db, principal.accountId, animalId(params.id))
       if (!row) throw new ApiError('not_found', 'No such animal.')
       return versioned(row, presentAnimal)
     }, {
+      principal: true,
       params: IdParam,
       response: { 200: Animal },
       detail: op({ operationId: 'getAnimal', summary: 'Get an animal', tags: ['Animals'], etag: true, scopes: ['animals:read'], errors: [404] }),
     })
-    .patch('/animals/:id', async ({ request, params, body, headers, set }) => {
-      const row = await updateAnimal(deps, principalOf(request).accountId, animalId(params.id), body, headers['if-match'] ?? null)
+    .patch('/animals/:id', async ({ principal, params, body, headers, set }) => {
+      const row = await updateAnimal(deps, principal.accountId, animalId(params.id), body, headers['if-match'] ?? null)
       return versioned(row, presentAnimal)
     }, {
+      principal: true,
       params: IdParam,
       headers: Preconditions,
       body: AnimalPatch,
@@ -141,10 +147,11 @@ export function animalsModule(deps: Deps) {
         accepts: ['application/merge-patch+json', 'application/json'],
       }),
     })
-    .delete('/animals/:id', async ({ request, params, headers, set }) => {
-      await deleteAnimal(deps, principalOf(request).accountId, animalId(params.id), headers['if-match'] ?? null)
+    .delete('/animals/:id', async ({ principal, params, headers, set }) => {
+      await deleteAnimal(deps, principal.accountId, animalId(params.id), headers['if-match'] ?? null)
       set.status = 204
     }, {
+      principal: true,
       params: IdParam,
       headers: Preconditions,
       response: { 204: t.Void({ description: 'Deleted.' }) },

@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
-import { principalOf } from '../../http/request.ts'
+import { principalMacro } from '../../http/request.ts'
 import { JsonInteger, PageOf, pageQuery } from '../../http/schemas.ts'
 import { IdOf, Instant, nullable } from '../../records/fields.ts'
 import { EVENT_TYPES } from '../../webhooks/outbox.ts'
@@ -31,37 +31,43 @@ const retention = `Events are kept ${EVENT_RETENTION_DAYS} days.`
 
 export function eventsModule(deps: Deps) {
   return new Elysia({ name: 'events', prefix: API_PREFIX })
-    .get('/events', ({ request, query }) => listEvents(deps, principalOf(request).accountId, query), {
+    .use(principalMacro)
+    .get('/events', ({ principal, query }) => listEvents(deps, principal.accountId, query), {
+      principal: true,
       query: EventListQuery,
       response: { 200: PageOf(Event) },
       detail: op({ operationId: 'listEvents', summary: 'List events', description: `The account's change events, newest first, whether or not a webhook endpoint received them. ${retention}`, tags: ['Webhooks'], scopes: ['webhooks:read'] }),
     })
-    .get('/events/:id', ({ request, params }) => getEvent(deps, principalOf(request).accountId, params.id), {
+    .get('/events/:id', ({ principal, params }) => getEvent(deps, principal.accountId, params.id), {
+      principal: true,
       params: t.Object({ id: t.String({ description: 'An event id (`evt_…`), as in a delivery\'s `webhook-id` header.' }) }),
       response: { 200: Event },
       detail: op({ operationId: 'getEvent', summary: 'Get an event', description: retention, tags: ['Webhooks'], scopes: ['webhooks:read'], errors: [404] }),
     })
-    .get('/webhooks/endpoints/:id/attempts', ({ request, params, query }) => listAttempts(deps, principalOf(request).accountId, params.id, query), {
+    .get('/webhooks/endpoints/:id/attempts', ({ principal, params, query }) => listAttempts(deps, principal.accountId, params.id, query), {
+      principal: true,
       params: EndpointParam,
       query: t.Object(pageQuery()),
       response: { 200: PageOf(Attempt) },
       detail: op({ operationId: 'listWebhookAttempts', summary: 'List delivery attempts to a webhook endpoint', description: 'Every attempt, newest first: what the receiver answered, how long it took, or why no answer came.', tags: ['Webhooks'], scopes: ['webhooks:read'], errors: [404] }),
     })
-    .post('/webhooks/endpoints/:id/recover', async ({ request, params, body, set }) => {
-      const result = await recoverEndpoint(deps, principalOf(request).accountId, params.id, body.since)
+    .post('/webhooks/endpoints/:id/recover', async ({ principal, params, body, set }) => {
+      const result = await recoverEndpoint(deps, principal.accountId, params.id, body.since)
       set.status = 202
       return result
     }, {
+      principal: true,
       params: EndpointParam,
       body: t.Object({ since: t.String({ format: 'date-time', description: 'Recover deliveries of events created at or after this instant.', examples: ['2026-11-21T10:00:00.000Z'] }) }, { additionalProperties: false }),
       response: { 202: t.Object({ recovered: JsonInteger({ description: 'Failed deliveries queued again.' }) }) },
       detail: op({ operationId: 'recoverWebhookEndpoint', summary: 'Deliver again what failed during a receiver\'s outage', description: 'Every delivery to this endpoint that failed (ran out of retries) for an event created at or after `since` is due again now, with a fresh schedule of retries. The endpoint must be enabled (409 otherwise).', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [404, 409, 422] }),
     })
-    .post('/webhooks/endpoints/:id/resend', async ({ request, params, body, set }) => {
-      const result = await resendEvent(deps, principalOf(request).accountId, params.id, body.event_id)
+    .post('/webhooks/endpoints/:id/resend', async ({ principal, params, body, set }) => {
+      const result = await resendEvent(deps, principal.accountId, params.id, body.event_id)
       set.status = 202
       return result
     }, {
+      principal: true,
       params: EndpointParam,
       body: t.Object({ event_id: t.String({ maxLength: 40, description: 'The event to send again (`evt_…`).', examples: ['evt_01jd8x3m5v6w7y8z9a0b1c2d3e'] }) }, { additionalProperties: false }),
       response: { 202: t.Object({ event_id: IdOf('event') }) },

@@ -8,7 +8,8 @@ import type { Deps } from '../../deps.ts'
 import { toPage, type CursorScope } from '../../http/cursor.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
-import { principalOf } from '../../http/request.ts'
+import { principalMacro } from '../../http/request.ts'
+import type { Principal } from '../../auth/authenticator.ts'
 import { PageOf, pageQuery } from '../../http/schemas.ts'
 
 const byId = <T extends { id: string }>(items: readonly T[]) => [...items].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
@@ -17,8 +18,8 @@ const activityTypes = byId(ACTIVITY_TYPES).map((a) => ({ id: a.id, name: a.name,
 const metrics = byId(METRICS)
 
 /** One page of a list sorted by id, after the cursor's id. */
-function pageById<T extends { id: string }>(deps: Deps, request: Request, list: string, items: readonly T[], query: { limit?: number; cursor?: string }, filters: Record<string, unknown>) {
-  const scope: CursorScope = { list, accountId: principalOf(request).accountId, filters }
+function pageById<T extends { id: string }>(deps: Deps, principal: Principal, list: string, items: readonly T[], query: { limit?: number; cursor?: string }, filters: Record<string, unknown>) {
+  const scope: CursorScope = { list, accountId: principal.accountId, filters }
   const limit = query.limit ?? 50
   let start = 0
   if (query.cursor) {
@@ -62,11 +63,13 @@ function matchesSpecies(s: SpeciesRecord, q: string | undefined, group: string |
 
 export function referenceModule(deps: Deps) {
   return new Elysia({ name: 'reference', prefix: API_PREFIX })
-    .get('/species', ({ request, query }) => {
+    .use(principalMacro)
+    .get('/species', ({ principal, query }) => {
       const filters = { q: query.q, group: query.group, class: query.class }
       const items = species.filter((s) => matchesSpecies(s, query.q, query.group, query.class))
-      return pageById(deps, request, 'species', items, query, filters)
+      return pageById(deps, principal, 'species', items, query, filters)
     }, {
+      principal: true,
       query: t.Object({
         ...pageQuery(),
         q: t.Optional(t.String({ minLength: 1, maxLength: 100, description: 'Case-insensitive search in scientific and common names.' })),
@@ -76,12 +79,14 @@ export function referenceModule(deps: Deps) {
       response: { 200: PageOf(Species) },
       detail: op({ operationId: 'listSpecies', summary: 'List species reference data', tags: ['Reference'] }),
     })
-    .get('/activity-types', ({ request, query }) => pageById(deps, request, 'activity-types', activityTypes, query, {}), {
+    .get('/activity-types', ({ principal, query }) => pageById(deps, principal, 'activity-types', activityTypes, query, {}), {
+      principal: true,
       query: t.Object(pageQuery()),
       response: { 200: PageOf(ActivityType) },
       detail: op({ operationId: 'listActivityTypes', summary: 'List activity types and the details each carries', tags: ['Activities'] }),
     })
-    .get('/environment/metrics', ({ request, query }) => pageById(deps, request, 'metrics', metrics, query, {}), {
+    .get('/environment/metrics', ({ principal, query }) => pageById(deps, principal, 'metrics', metrics, query, {}), {
+      principal: true,
       query: t.Object(pageQuery()),
       response: { 200: PageOf(Metric) },
       detail: op({ operationId: 'listMetrics', summary: 'List available metrics', tags: ['Environment'] }),

@@ -6,7 +6,7 @@ import { Preconditions } from '../../http/etag.ts'
 import { versioned } from '../../http/declared-response.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
-import { principalOf } from '../../http/request.ts'
+import { principalMacro } from '../../http/request.ts'
 import { PageOf, pageQuery, JsonInteger } from '../../http/schemas.ts'
 import { isId } from '../../ids.ts'
 import { IdOf, Instant, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
@@ -93,16 +93,19 @@ const CLAIM_STARTS_PER_MINUTE = 10
 
 export function sensorsModule(deps: Deps) {
   return new Elysia({ name: 'sensors', prefix: API_PREFIX })
-    .get('/sensors/devices', ({ request, query }) => listDevices(deps, principalOf(request).accountId, query), {
+    .use(principalMacro)
+    .get('/sensors/devices', ({ principal, query }) => listDevices(deps, principal.accountId, query), {
+      principal: true,
       query: t.Object({ ...pageQuery(), environment_id: t.Optional(t.String({ maxLength: 40, description: 'Devices with a channel in this environment.' })), updated_since: UpdatedSince }),
       response: { 200: PageOf(Device) },
       detail: op({ operationId: 'listDevices', summary: 'List sensor devices', tags: ['Sensors'], scopes: ['sensors:read'] }),
     })
-    .post('/sensors/devices', async ({ request, body, set }) => {
-      const { row, key } = await createDevice(deps, principalOf(request).accountId, body)
+    .post('/sensors/devices', async ({ principal, body, set }) => {
+      const { row, key } = await createDevice(deps, principal.accountId, body)
       set.status = 201
       return versioned(row, (device) => ({ ...presentDevice(device), key }))
     }, {
+      principal: true,
       body: DeviceCreate,
       response: { 201: CreatedDevice },
       detail: op({
@@ -111,30 +114,32 @@ export function sensorsModule(deps: Deps) {
         tags: ['Sensors'], scopes: ['sensors:write'], errors: [422], etag: true,
       }),
     })
-    .get('/sensors/devices/:id', async ({ request, params }) => {
-      const principal = principalOf(request)
+    .get('/sensors/devices/:id', async ({ principal, params }) => {
       const id = deviceId(params.id)
       if (principal.kind === 'device' && principal.deviceId !== id) throw new ApiError('device_key_not_allowed', 'A device key may read only its own device.')
       const row = await getDevice(deps.database.db, principal.accountId, id)
       if (!row) throw new ApiError('not_found', 'No such device.')
       return versioned(row, presentDevice)
     }, {
+      principal: true,
       params: IdParam,
       response: { 200: Device },
       detail: op({ operationId: 'getDevice', summary: 'Get a device and its channel configuration', description: 'A device key may read its own device.', tags: ['Sensors'], auth: ['personal', 'device'], scopes: ['sensors:read'], errors: [404], etag: true }),
     })
-    .patch('/sensors/devices/:id', async ({ request, params, body, headers }) =>
-      versioned(await updateDevice(deps, principalOf(request).accountId, deviceId(params.id), body, headers['if-match'] ?? null), presentDevice), {
+    .patch('/sensors/devices/:id', async ({ principal, params, body, headers }) =>
+      versioned(await updateDevice(deps, principal.accountId, deviceId(params.id), body, headers['if-match'] ?? null), presentDevice), {
+      principal: true,
       params: IdParam,
       headers: Preconditions,
       body: DevicePatch,
       response: { 200: Device },
       detail: op({ operationId: 'updateDevice', summary: 'Update a device', tags: ['Sensors'], scopes: ['sensors:write'], errors: [404, 412, 422], accepts: ['application/merge-patch+json', 'application/json'], etag: true }),
     })
-    .delete('/sensors/devices/:id', async ({ request, params, headers, set }) => {
-      await deleteDevice(deps, principalOf(request).accountId, deviceId(params.id), headers['if-match'] ?? null)
+    .delete('/sensors/devices/:id', async ({ principal, params, headers, set }) => {
+      await deleteDevice(deps, principal.accountId, deviceId(params.id), headers['if-match'] ?? null)
       set.status = 204
     }, {
+      principal: true,
       params: IdParam,
       headers: Preconditions,
       response: { 204: t.Void({ description: 'Deleted; the device key stops working at once.' }) },

@@ -4,7 +4,7 @@ import type { Deps } from '../../deps.ts'
 import { ApiError } from '../../http/errors.ts'
 import { op } from '../../http/operation.ts'
 import { API_PREFIX } from '../../http/pipeline.ts'
-import { principalOf } from '../../http/request.ts'
+import { principalMacro } from '../../http/request.ts'
 import { PageOf, pageQuery, JsonInteger } from '../../http/schemas.ts'
 import { isId } from '../../ids.ts'
 import { IdOf, Instant, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
@@ -63,51 +63,58 @@ const endpointId = (id: string) => {
 
 export function webhooksModule(deps: Deps) {
   return new Elysia({ name: 'webhooks', prefix: API_PREFIX })
-    .get('/webhooks/endpoints', ({ request, query }) => listEndpoints(deps, principalOf(request).accountId, query), {
+    .use(principalMacro)
+    .get('/webhooks/endpoints', ({ principal, query }) => listEndpoints(deps, principal.accountId, query), {
+      principal: true,
       query: t.Object({ ...pageQuery(), updated_since: UpdatedSince }),
       response: { 200: PageOf(Endpoint) },
       detail: op({ operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints', tags: ['Webhooks'], scopes: ['webhooks:read'] }),
     })
-    .post('/webhooks/endpoints', async ({ request, body, set }) => {
-      const row = await createEndpoint(deps, principalOf(request).accountId, body)
+    .post('/webhooks/endpoints', async ({ principal, body, set }) => {
+      const row = await createEndpoint(deps, principal.accountId, body)
       set.status = 201
       return { ...presentEndpoint(row), secret: row.secret }
     }, {
+      principal: true,
       body: EndpointCreate,
       response: { 201: CreatedEndpoint },
       detail: op({ operationId: 'createWebhookEndpoint', summary: 'Create a webhook endpoint', description: 'Returns the signing secret, this once.', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [422] }),
     })
-    .get('/webhooks/endpoints/:id', async ({ request, params }) => {
-      const row = await getEndpoint(deps, principalOf(request).accountId, endpointId(params.id))
+    .get('/webhooks/endpoints/:id', async ({ principal, params }) => {
+      const row = await getEndpoint(deps, principal.accountId, endpointId(params.id))
       return { ...presentEndpoint(row), ...(await deliveryReport(deps, row.id)) }
     }, {
+      principal: true,
       params: IdParam,
       response: { 200: EndpointDetail },
       detail: op({ operationId: 'getWebhookEndpoint', summary: 'Get a webhook endpoint', description: 'With delivery counts and the latest attempts.', tags: ['Webhooks'], scopes: ['webhooks:read'], errors: [404] }),
     })
-    .patch('/webhooks/endpoints/:id', async ({ request, params, body }) => {
-      const { row, rotated } = await updateEndpoint(deps, principalOf(request).accountId, endpointId(params.id), body)
+    .patch('/webhooks/endpoints/:id', async ({ principal, request, params, body }) => {
+      const { row, rotated } = await updateEndpoint(deps, principal.accountId, endpointId(params.id), body)
       // Like GET, no secret unless this request rotated it.
       return rotated ? { ...presentEndpoint(row), secret: row.secret } : presentEndpoint(row)
     }, {
+      principal: true,
       params: IdParam,
       body: EndpointPatch,
       response: { 200: UpdatedEndpoint },
       detail: op({ operationId: 'updateWebhookEndpoint', summary: 'Update a webhook endpoint', description: 'Setting status to enabled re-enables an endpoint the service disabled.', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [404, 422], accepts: ['application/merge-patch+json', 'application/json'] }),
     })
-    .delete('/webhooks/endpoints/:id', async ({ request, params, set }) => {
-      await deleteEndpoint(deps, principalOf(request).accountId, endpointId(params.id))
+    .delete('/webhooks/endpoints/:id', async ({ principal, params, set }) => {
+      await deleteEndpoint(deps, principal.accountId, endpointId(params.id))
       set.status = 204
     }, {
+      principal: true,
       params: IdParam,
       response: { 204: t.Void({ description: 'Deleted, with its pending deliveries.' }) },
       detail: op({ operationId: 'deleteWebhookEndpoint', summary: 'Delete a webhook endpoint', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [404] }),
     })
-    .post('/webhooks/endpoints/:id/test', async ({ request, params, set }) => {
-      const eventId = await sendTestEvent(deps, principalOf(request).accountId, endpointId(params.id))
+    .post('/webhooks/endpoints/:id/test', async ({ principal, params, set }) => {
+      const eventId = await sendTestEvent(deps, principal.accountId, endpointId(params.id))
       set.status = 202
       return { event_id: eventId }
     }, {
+      principal: true,
       params: IdParam,
       response: { 202: t.Object({ event_id: IdOf('event') }) },
       detail: op({ operationId: 'testWebhookEndpoint', summary: 'Send a test event to a webhook endpoint', description: 'Queues a `webhook_endpoint.test` event for this endpoint alone (an addition to the v1 reference).', tags: ['Webhooks'], scopes: ['webhooks:write'], errors: [404] }),
