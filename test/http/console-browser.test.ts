@@ -145,6 +145,26 @@ describe.skipIf(!available)('in a browser', () => {
     await screenshot('docs', false)
   })
 
+  /** How wide the page is laid out; more than the viewport means the page scrolls sideways. */
+  const pageWidth = () => page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth as number)
+
+  test('the docs page on a phone: the operations render with no sideways scroll; a header parameter shows its description', async () => {
+    await page.setViewportSize(PHONE)
+    await page.goto(`${env.baseUrl}/api/v1/docs`)
+    await page.locator('.opblock-summary').first().waitFor()
+    expect(await page.locator('.opblock').count()).toBeGreaterThan(30)
+    expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width)
+
+    // An opened operation (parameters, responses with their header tables) stays within the width too.
+    const create = page.locator('.opblock', { has: page.locator('.opblock-summary', { hasText: 'Record an activity' }) })
+    await create.locator('.opblock-summary').click()
+    const idempotencyKey = create.locator('tr[data-param-name="idempotency-key"][data-param-in="header"]')
+    expect(await idempotencyKey.locator('.parameters-col_description').textContent()).toContain('Makes a retry safe')
+    await create.locator('.responses-wrapper').waitFor()
+    expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width)
+    await page.setViewportSize(DESKTOP)
+  })
+
   test('sign out ends the session', async () => {
     await page.goto(`${env.baseUrl}/console/keys`)
     await page.click('button:has-text("Sign out")')
