@@ -45,11 +45,16 @@ describe.skipIf(!available)('in a browser', () => {
     await env?.close()
   })
 
-  /** The page as a phone and as a desktop shows it. */
-  async function screenshot(name: string, fullPage = true) {
+  /**
+   * The page as a phone and as a desktop shows it. A viewport-only picture scrolls `focus` into view at each size
+   * (the page reflows, so a scroll offset right at one width lands elsewhere at the other).
+   */
+  async function screenshot(name: string, fullPage = true, focus?: import('playwright-core').Locator) {
     await page.setViewportSize(PHONE)
+    await focus?.scrollIntoViewIfNeeded()
     await page.screenshot({ path: join(SHOTS, `${name}-phone.png`), fullPage })
     await page.setViewportSize(DESKTOP)
+    await focus?.scrollIntoViewIfNeeded()
     await page.screenshot({ path: join(SHOTS, `${name}-desktop.png`), fullPage })
   }
 
@@ -186,7 +191,7 @@ describe.skipIf(!available)('in a browser', () => {
     await operation.click()
     await page.waitForSelector('.opblock.is-open >> text=Responses')
     expect(await page.locator('.opblock.is-open .opblock-summary-path').first().textContent()).toBe('/api/v1/animals')
-    await screenshot('docs', false)
+    await screenshot('docs', false, page.locator('.opblock.is-open .opblock-summary').first())
   })
 
   test('the docs page on a phone: the operations render with no sideways scroll; a header parameter shows its description', async () => {
