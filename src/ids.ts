@@ -17,9 +17,15 @@ let head = ''
 /** Digits from this index on are not in `head` and are encoded for every id. */
 const TAIL = 12
 
-function encodeHead(now: number) {
+/** Milliseconds since the epoch as the ten time digits of a ULID. */
+function encodeTime(ms: number): string {
   let time = ''
-  for (let i = 0, t = now; i < 10; i++) { time = ALPHABET[t % 32] + time; t = Math.floor(t / 32) }
+  for (let i = 0, t = ms; i < 10; i++) { time = ALPHABET[t % 32] + time; t = Math.floor(t / 32) }
+  return time
+}
+
+function encodeHead(now: number) {
+  const time = encodeTime(now)
   let random = ''
   for (let i = 0; i < TAIL; i++) random += ALPHABET[digits[i]!]
   head = time + random
@@ -48,6 +54,19 @@ export function ulid(now = Date.now()): string {
 
 export function newId(kind: IdKind): string {
   return `${ID_PREFIXES[kind]}_${ulid()}`
+}
+
+/**
+ * An id for a record made at `time` (ms since the epoch), such as a generated record with a history: lists page by
+ * id, so its id must sort by its own creation time, not by when the id was made. It leaves the monotonic state of
+ * `ulid()` alone (a time in the past would otherwise be taken as "the same millisecond" as the last id); ids for
+ * one instant are random among themselves.
+ */
+export function idAt(kind: IdKind, time: number): string {
+  const random = crypto.getRandomValues(new Uint8Array(16))
+  let body = encodeTime(Math.floor(time))
+  for (const byte of random) body += ALPHABET[byte & 31]
+  return `${ID_PREFIXES[kind]}_${body}`
 }
 
 const shapes = new Map<string, RegExp>()

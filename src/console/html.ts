@@ -87,12 +87,15 @@ td code { white-space: nowrap; }
 .row { display: grid; grid-template-columns: 1fr 1fr 1fr; gap: .5rem; margin-bottom: .6rem; }
 .code-input { font-size: 1.4rem; letter-spacing: .15em; text-transform: uppercase; max-width: 14rem; }
 svg.chart { width: 100%; height: auto; background: #fff; border: 1px solid var(--line); border-radius: 6px; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(17rem, 1fr)); gap: 1rem; margin-bottom: 1rem; }
+figure.chart { margin: 0; } figure.chart figcaption { font-weight: 600; margin-bottom: .3rem; }
 footer { max-width: 60rem; margin: 0 auto; padding: 1rem; font-size: .9rem; }
+/* On a phone a table.stack shows each row as a card of "label: value" lines instead of columns cut off at the edge. */
 @media (max-width: 40rem) {
-  table.keys thead { display: none; }
-  table.keys tr { display: block; border-bottom: 1px solid var(--line); padding: .4rem 0; }
-  table.keys td { display: block; border: 0; padding: .15rem 0; }
-  table.keys td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); }
+  table.stack thead { display: none; }
+  table.stack tr { display: block; border-bottom: 1px solid var(--line); padding: .4rem 0; }
+  table.stack td { display: block; border: 0; padding: .15rem 0; }
+  table.stack td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); }
   .row { grid-template-columns: 1fr; padding-bottom: .6rem; border-bottom: 1px dashed var(--line); }
 }
 `

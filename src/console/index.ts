@@ -121,7 +121,7 @@ export function consoleModule(deps: Deps) {
     }, status)
   }
 
-  const environmentsOf = (accountId: string) => db.select({ id: environments.id, name: environments.name }).from(environments)
+  const environmentsOf = (accountId: string) => db.select({ id: environments.id, name: environments.name, parent_id: environments.parent_id }).from(environments)
     .where(eq(environments.account_id, accountId)).orderBy(environments.name)
 
   async function activatePage(c: Reply, viewer: Viewer, input: { userCode: string; name: string; channels: ChannelRowInput[]; errors?: FieldError[]; error?: string }, status = 200) {

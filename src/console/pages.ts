@@ -55,7 +55,7 @@ ${input.message ?? ''}
 <label>Scopes <span class="muted">(only those your key holds)</span></label><div class="scopes">${input.held.map((s) => html`<label><input type="checkbox" name="scope:${s}" value="on"${ticked.has(s) ? html` checked` : ''}> ${s}</label>`)}</div>
 <label for="expires_on">Expires on <span class="muted">(optional, end of that day UTC)</span></label><input type="date" id="expires_on" name="expires_on" value="${input.form?.expiresOn ?? ''}">
 <p><button type="submit">Create key</button></p></form></section>
-<section><h2>Personal keys</h2><table class="keys"><thead><tr><th>Name</th><th>Key</th><th>Scopes</th><th>Last used</th><th>Expires</th><th>State</th><th></th></tr></thead><tbody>
+<section><h2>Personal keys</h2><table class="stack"><thead><tr><th>Name</th><th>Key</th><th>Scopes</th><th>Last used</th><th>Expires</th><th>State</th><th></th></tr></thead><tbody>
 ${input.keys.map((k) => html`<tr data-key-id="${k.id}"><td data-label="Name">${k.name}${k.id === input.signedInKeyId ? html` <span class="tag">signed in</span>` : ''}</td><td data-label="Key"><code>${maskedToken(k)}</code></td>
 <td data-label="Scopes">${tags(k.scopes)}</td><td data-label="Last used">${when(k.lastUsedAt)}</td><td data-label="Expires">${k.expiresAt ? when(k.expiresAt) : 'never'}</td><td data-label="State">${state(k)}</td>
 <td>${state(k) === 'active' ? html`<form method="post" action="${CONSOLE_PATH}/keys/${k.id}/revoke">${csrfField(input.csrf)}<button type="submit" class="danger">Revoke</button></form>` : ''}</td></tr>`)}
@@ -64,14 +64,44 @@ ${input.keys.map((k) => html`<tr data-key-id="${k.id}"><td data-label="Name">${k
 
 export interface ChannelRowInput { key: string; metric: string; environment_id: string }
 
+/** An environment as the pickers need it. */
+export interface Place { id: string; name: string; parent_id: string | null }
+interface Option { value: string; label: string }
+interface OptionGroup { label: string; options: Option[] }
+
+/**
+ * The environments grouped under their parent, each group labelled by the parent's path ("Snake room › Python rack
+ * A"), in tree order, the top-level ones first. A collection's places are mostly tubs named A01…A18 per rack: in one
+ * flat list of 165 names they could not be told apart or found. One group only (no parents at all) stays flat.
+ */
+export function placeGroups(places: readonly Place[]): OptionGroup[] {
+  const known = new Set(places.map((p) => p.id))
+  const children = new Map<string | null, Place[]>()
+  for (const place of places) {
+    const parent = place.parent_id && known.has(place.parent_id) ? place.parent_id : null
+    children.set(parent, [...(children.get(parent) ?? []), place])
+  }
+  const groups: OptionGroup[] = []
+  const visit = (parent: string | null, path: string) => {
+    const kids = children.get(parent) ?? []
+    if (kids.length) groups.push({ label: path, options: kids.map((p) => ({ value: p.id, label: p.name })) })
+    for (const kid of kids) visit(kid.id, parent === null ? kid.name : `${path} › ${kid.name}`)
+  }
+  visit(null, 'Top level')
+  return groups
+}
+
 export function activateBody(input: {
-  csrf: string; userCode: string; name: string; channels: ChannelRowInput[]; environments: { id: string; name: string }[]
+  csrf: string; userCode: string; name: string; channels: ChannelRowInput[]; environments: readonly Place[]
   canPair: boolean; errors?: FieldError[]; error?: string
 }): Html {
-  const select = (name: string, options: { value: string; label: string }[], chosen: string, empty: string) =>
-    html`<select name="${name}" aria-label="${name}"><option value="">${empty}</option>${options.map((o) => html`<option value="${o.value}"${o.value === chosen ? html` selected` : ''}>${o.label}</option>`)}</select>`
-  const metrics = METRICS.map((m) => ({ value: m.id, label: `${m.name} (${m.unit})` }))
-  const places = input.environments.map((e) => ({ value: e.id, label: e.name }))
+  const option = (o: Option, chosen: string) => html`<option value="${o.value}"${o.value === chosen ? html` selected` : ''}>${o.label}</option>`
+  const select = (name: string, groups: OptionGroup[], chosen: string, empty: string) =>
+    html`<select name="${name}" aria-label="${name}"><option value="">${empty}</option>${groups.length === 1
+      ? groups[0]!.options.map((o) => option(o, chosen))
+      : groups.map((g) => html`<optgroup label="${g.label}">${g.options.map((o) => option(o, chosen))}</optgroup>`)}</select>`
+  const metrics = [{ label: 'Metrics', options: METRICS.map((m) => ({ value: m.id, label: `${m.name} (${m.unit})` })) }]
+  const places = placeGroups(input.environments)
   return html`${input.error ? notice('error', input.error) : ''}${input.errors?.length ? notice('error', html`The device was not paired:<br>${input.errors.map((e) => html`${e.path.replace('/body/', '')}: ${e.message}<br>`)}`) : ''}
 ${input.canPair ? '' : notice('error', html`Your key lacks the <code>sensors:write</code> scope, which pairing a device needs.`)}
 <section><form method="post" action="${CONSOLE_PATH}/activate">${csrfField(input.csrf)}
@@ -91,7 +121,7 @@ export function pairedBody(device: DeviceRow): Html {
 
 export function devicesBody(devices: PresentedDevice[]): Html {
   if (!devices.length) return html`<section><p>No devices yet. <a href="${CONSOLE_PATH}/activate">Activate one</a> with the code it shows.</p></section>`
-  return html`<section><table class="keys"><thead><tr><th>Device</th><th>Model</th><th>Last seen</th><th>Channels</th><th>Unmapped channels</th></tr></thead><tbody>
+  return html`<section><table class="stack"><thead><tr><th>Device</th><th>Model</th><th>Last seen</th><th>Channels</th><th>Unmapped channels</th></tr></thead><tbody>
 ${devices.map((d) => html`<tr><td data-label="Device"><a href="${CONSOLE_PATH}/devices/${d.id}">${d.name}</a></td><td data-label="Model">${d.model ?? '—'}</td><td data-label="Last seen">${when(d.last_seen_at)}</td>
 <td data-label="Channels">${tags(d.channels.map((c) => c.metric ? `${c.key} → ${c.metric}` : c.key))}</td><td data-label="Unmapped">${tags(d.unmapped_channels)}</td></tr>`)}
 </tbody></table></section>`
@@ -99,39 +129,71 @@ ${devices.map((d) => html`<tr><td data-label="Device"><a href="${CONSOLE_PATH}/d
 
 const round = (n: number) => Math.round(n * 100) / 100
 const PALETTE = ['#2f6b4f', '#b5542d', '#2d5fb5', '#8a3fa0', '#9a7a10', '#1f8a8a']
+const METRIC_BY_ID = new Map(METRICS.map((m) => [m.id, m]))
+/** Hours and minutes, UTC (the axis spans a day). */
+const clock = (ts: number) => new Date(ts).toISOString().slice(11, 16)
 
-/** One line per channel over the readings' time span; each channel is scaled to its own range (units differ). */
 /** A point of a channel's series (a bucket's average). */
 export interface ChartPoint { ts: number; channel: string; metric: string | null; value: number }
 
+/** Round tick values (1, 2 or 5 times a power of ten) spanning [lo, hi] in about three steps. */
+function ticksFor(lo: number, hi: number): { ticks: number[]; decimals: number } {
+  if (hi - lo < 1e-9) { lo -= 1; hi += 1 }
+  const raw = (hi - lo) / 3
+  const power = 10 ** Math.floor(Math.log10(raw))
+  const step = [1, 2, 5, 10].map((m) => m * power).find((candidate) => candidate >= raw)!
+  const ticks: number[] = []
+  for (let i = Math.floor(lo / step); i <= Math.ceil(hi / step); i++) ticks.push(i * step)
+  return { ticks, decimals: Math.min(3, Math.max(0, -Math.floor(Math.log10(step)))) }
+}
+
+/**
+ * One chart per metric (units differ, so each gets its own y-axis in its unit), an unmapped channel on its own;
+ * all share the time axis. Sized so that on a phone the SVG is drawn at about its own scale, and its 12-unit labels
+ * are about 12 px: one chart of every channel, each scaled to its own range, drew 11-unit labels at about 6 px there.
+ */
 export function readingsChart(rows: readonly ChartPoint[]): Html {
   if (!rows.length) return html`<p class="muted">No readings in the last 24 hours.</p>`
   const byChannel = new Map<string, ChartPoint[]>()
   for (const row of rows) byChannel.set(row.channel, [...(byChannel.get(row.channel) ?? []), row])
-  const [w, h, pad] = [640, 220, 24]
+  const channels = [...byChannel].map(([channel, series], i) => ({ channel, series, color: PALETTE[i % PALETTE.length]!, metric: series.at(-1)!.metric }))
+  const groups = new Map<string, typeof channels>()
+  for (const c of channels) {
+    const group = c.metric ?? `channel:${c.channel}`
+    groups.set(group, [...(groups.get(group) ?? []), c])
+  }
+  const [w, h, left, right, top, bottom] = [320, 170, 44, 12, 10, 30]
   const t0 = Math.min(...rows.map((r) => r.ts))
   const t1 = Math.max(...rows.map((r) => r.ts))
-  const x = (ts: number) => pad + ((ts - t0) / Math.max(1, t1 - t0)) * (w - 2 * pad)
-  const lines = [...byChannel].map(([channel, series], i) => {
-    const values = series.map((r) => r.value)
-    const [lo, hi] = [Math.min(...values), Math.max(...values)]
-    const y = (v: number) => h - pad - ((v - lo) / Math.max(1e-9, hi - lo)) * (h - 2 * pad)
-    const points = series.map((r) => `${x(r.ts).toFixed(1)},${(hi === lo ? h / 2 : y(r.value)).toFixed(1)}`).join(' ')
-    const color = PALETTE[i % PALETTE.length]!
-    return { channel, color, lo, hi, last: values.at(-1)!, metric: series.at(-1)!.metric, svg: html`<polyline fill="none" stroke="${color}" stroke-width="2" points="${points}"/>` }
+  const x = (ts: number) => left + ((ts - t0) / Math.max(1, t1 - t0)) * (w - left - right)
+  const charts = [...groups.values()].map((members) => {
+    const values = members.flatMap((m) => m.series.map((r) => r.value))
+    const { ticks, decimals } = ticksFor(Math.min(...values), Math.max(...values))
+    const [lo, hi] = [ticks[0]!, ticks.at(-1)!]
+    const y = (v: number) => h - bottom - ((v - lo) / (hi - lo)) * (h - top - bottom)
+    const metric = members[0]!.metric ? METRIC_BY_ID.get(members[0]!.metric) : undefined
+    const title = metric ? `${metric.name} (${metric.unit})` : members[0]!.metric ?? `${members[0]!.channel} (unmapped)`
+    const grid = ticks.map((v) => html`<line x1="${left}" y1="${y(v).toFixed(1)}" x2="${w - right}" y2="${y(v).toFixed(1)}" stroke="#e6eae7"/><text class="y-label" x="${left - 6}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${v.toFixed(decimals)}</text>`)
+    const times = [[t0, 'start'], [(t0 + t1) / 2, 'middle'], [t1, 'end']] as const
+    const lines = members.map((m) => html`<polyline fill="none" stroke="${m.color}" stroke-width="2" points="${m.series.map((r) => `${x(r.ts).toFixed(1)},${y(r.value).toFixed(1)}`).join(' ')}"/>`)
+    return html`<figure class="chart"><figcaption>${title}</figcaption>
+<svg class="chart" viewBox="0 0 ${w} ${h}" role="img" aria-label="${title}, last 24 hours" font-size="12" fill="#5b6660">${grid}
+<line x1="${left}" y1="${h - bottom}" x2="${w - right}" y2="${h - bottom}" stroke="#9aa39e"/>${times.map(([ts, anchor]) => html`<text class="x-label" x="${x(ts).toFixed(1)}" y="${h - 10}" text-anchor="${anchor}">${clock(ts)}</text>`)}${lines}</svg></figure>`
   })
-  return html`<svg class="chart" viewBox="0 0 ${w} ${h}" role="img" aria-label="Readings of the last 24 hours">
-<line x1="${pad}" y1="${h - pad}" x2="${w - pad}" y2="${h - pad}" stroke="#d5dbd7"/>${lines.map((l) => l.svg)}
-<text x="${pad}" y="${h - 6}" font-size="11" fill="#5b6660">${when(new Date(t0))}</text><text x="${w - pad}" y="${h - 6}" font-size="11" fill="#5b6660" text-anchor="end">${when(new Date(t1))}</text></svg>
+  const summary = channels.map((c) => {
+    const values = c.series.map((r) => r.value)
+    return { ...c, lo: Math.min(...values), hi: Math.max(...values), last: values.at(-1)! }
+  })
+  return html`<p class="muted">Times in UTC.</p><div class="charts">${charts}</div>
 <div class="scroll"><table><thead><tr><th>Channel</th><th>Metric</th><th>Latest (15-min avg)</th><th>Range (24 h)</th></tr></thead><tbody>
-${lines.map((l) => html`<tr><td><svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" fill="${l.color}"/></svg> ${l.channel}</td><td>${l.metric ?? html`<span class="muted">unmapped</span>`}</td><td>${round(l.last)}</td><td>${round(l.lo)} – ${round(l.hi)}</td></tr>`)}</tbody></table></div>`
+${summary.map((l) => html`<tr><td><svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" fill="${l.color}"/></svg> ${l.channel}</td><td>${l.metric ?? html`<span class="muted">unmapped</span>`}</td><td>${round(l.last)}</td><td>${round(l.lo)} – ${round(l.hi)}</td></tr>`)}</tbody></table></div>`
 }
 
 export function deviceBody(device: PresentedDevice, places: Map<string, string>, chart: Html): Html {
   return html`<section><dl class="facts"><div><dt>Model</dt><dd>${device.model ?? '—'}</dd></div><div><dt>Hardware id</dt><dd>${device.hardware_id ?? '—'}</dd></div>
 <div><dt>Last seen</dt><dd>${when(device.last_seen_at)}</dd></div><div><dt>Unmapped channels</dt><dd>${tags(device.unmapped_channels)}</dd></div></dl></section>
-<section><h2>Channels</h2>${device.channels.length ? html`<div class="scroll"><table><thead><tr><th>Channel</th><th>Metric</th><th>Unit</th><th>Environment</th></tr></thead><tbody>
-${device.channels.map((c) => html`<tr><td>${c.key}</td><td>${c.metric ?? '—'}</td><td>${c.unit ?? '—'}</td><td>${c.environment_id ? places.get(c.environment_id) ?? c.environment_id : '—'}</td></tr>`)}</tbody></table></div>` : html`<p class="muted">None mapped.</p>`}</section>
+<section><h2>Channels</h2>${device.channels.length ? html`<table class="stack"><thead><tr><th>Channel</th><th>Metric</th><th>Unit</th><th>Environment</th></tr></thead><tbody>
+${device.channels.map((c) => html`<tr><td data-label="Channel">${c.key}</td><td data-label="Metric">${c.metric ?? '—'}</td><td data-label="Unit">${c.unit ?? '—'}</td><td data-label="Environment">${c.environment_id ? places.get(c.environment_id) ?? c.environment_id : '—'}</td></tr>`)}</tbody></table>` : html`<p class="muted">None mapped.</p>`}</section>
 <section><h2>Latest readings</h2>${chart}</section>`
 }
 

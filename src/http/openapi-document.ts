@@ -226,7 +226,15 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
       const policy = policies.get(`${method} ${path}`)
       delete operation[ROUTE_POLICY]
       if (!policy) continue
-      for (const parameter of operation.parameters ?? []) if (parameter.schema?.deprecated) parameter.deprecated = true
+      if (operation.parameters) operation.parameters = operation.parameters.map((parameter: any) => {
+        // The generator leaves a parameter's description in its schema, where Swagger UI (and other readers) do not
+        // show it: it belongs on the parameter. Copies, since generated schemas may be shared between operations.
+        const { description, ...schema } = parameter.schema ?? {}
+        return {
+          ...parameter, ...(schema.deprecated ? { deprecated: true } : {}),
+          ...(description && !parameter.description ? { description, schema } : {}),
+        }
+      })
       const bodySchema = bodies.get(`${method} ${path}`)
       if (operation.requestBody && bodySchema) {
         operation.requestBody.content = Object.fromEntries(policy.accepts.map((type) => [type, { schema: bodySchema }]))

@@ -6,13 +6,13 @@
 // steps and of the draws inside each is part of the output: reordering them changes the collection a seed gives.
 import type { InvoiceLine } from '../../db/schema/index.ts'
 import type { Deps } from '../deps.ts'
-import { newId } from '../ids.ts'
+import { idAt, newId } from '../ids.ts'
 import {
   CONDITIONS, FIRST_NAMES, LAST_NAMES, NOTES, PET_NAMES, PLACES, PROFILES, RACKS, STREETS, commonName, groupOf, slug, title,
   type Profile, type RackKey,
 } from './demo/catalogue.ts'
 import { Rng } from './demo/random.ts'
-import { accountHasAnimals, importRecordsIn } from './importer.ts'
+import { accountHasAnimals, importArea, importRecordsIn } from './importer.ts'
 
 const DAY = 86_400_000
 const HOUR = 3_600_000
@@ -66,7 +66,7 @@ export type DemoData = Record<'environments' | 'contacts' | 'animals' | 'breedin
 /** The order that satisfies the foreign keys. */
 const INSERT_ORDER: (keyof DemoData)[] = ['environments', 'contacts', 'animals', 'breeding-records', 'clutches', 'conditions', 'activities', 'invoices', 'documents']
 
-/** Builds the collection in memory; deterministic for a seed and `now`, except the ids (fresh, so fills never clash). */
+/** Builds the collection in memory; deterministic for a seed and `now`, except the ids' random parts (fresh, so fills never clash). */
 export function generateDemoData(options: DemoOptions = {}): DemoData {
   const demo = new Demo(options)
   const contacts = addContacts(demo)
@@ -81,7 +81,34 @@ export function generateDemoData(options: DemoOptions = {}): DemoData {
   addActivities(demo, herd.animals, medications)
   addDocuments(demo, herd.animals, contacts)
   addAnimalRows(demo, herd.animals)
-  return demo.out
+  return idsFromCreationTimes(demo.out)
+}
+
+/**
+ * Lists are newest first by id (ids sort by creation time), but most records here are made before their backdated
+ * `created_at` is known (an animal's id is needed for its parents, log and invoices long before its row), so they
+ * get a stand-in id. Now every row gets an id made for its own `created_at`, and every reference is renamed to match,
+ * so that list order and timestamps agree. Stand-ins are fresh ULIDs, so no other string can equal one.
+ */
+function idsFromCreationTimes(out: DemoData): DemoData {
+  const renamed = new Map<string, string>()
+  for (const area of INSERT_ORDER) {
+    const kind = importArea(area)!.idKind
+    for (const row of out[area]) {
+      const id = idAt(kind, Date.parse(row.created_at as string))
+      if (row.id) renamed.set(row.id as string, id)
+      row.id = id
+    }
+  }
+  const rename = (value: unknown): unknown =>
+    typeof value === 'string' ? renamed.get(value) ?? value
+      : Array.isArray(value) ? value.map(rename)
+        : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, rename(v)]))
+          : value
+  for (const area of INSERT_ORDER) {
+    for (const row of out[area]) for (const [field, value] of Object.entries(row)) if (field !== 'id') row[field] = rename(value)
+  }
+  return out
 }
 
 /**

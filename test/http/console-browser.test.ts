@@ -45,13 +45,21 @@ describe.skipIf(!available)('in a browser', () => {
     await env?.close()
   })
 
-  /** The page as a phone and as a desktop shows it. */
-  async function screenshot(name: string, fullPage = true) {
+  /**
+   * The page as a phone and as a desktop shows it. A viewport-only picture scrolls `focus` into view at each size
+   * (the page reflows, so a scroll offset right at one width lands elsewhere at the other).
+   */
+  async function screenshot(name: string, fullPage = true, focus?: import('playwright-core').Locator) {
     await page.setViewportSize(PHONE)
+    await focus?.scrollIntoViewIfNeeded()
     await page.screenshot({ path: join(SHOTS, `${name}-phone.png`), fullPage })
     await page.setViewportSize(DESKTOP)
+    await focus?.scrollIntoViewIfNeeded()
     await page.screenshot({ path: join(SHOTS, `${name}-desktop.png`), fullPage })
   }
+
+  /** How wide the page is laid out; more than the viewport means the page scrolls sideways. */
+  const pageWidth = () => page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth as number)
 
   test('sign in with the demo key, create a key with two scopes, use it, revoke it', async () => {
     await page.goto(`${env.baseUrl}/console`)
@@ -135,6 +143,47 @@ describe.skipIf(!available)('in a browser', () => {
     await screenshot('device')
   })
 
+  test('the console on a phone: a chart per metric with its own axis, channels within the page, a grouped environment picker', async () => {
+    await page.setViewportSize(PHONE)
+    await page.goto(`${env.baseUrl}/console/devices`)
+    expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width)
+    await page.locator('tr', { hasText: 'Ball python rack' }).locator('a').click()
+    await page.waitForSelector('figure.chart')
+    expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width)
+
+    // The previous test sent t1 = 29 ± 3 °C, h1 = 60 ± 8 % and x9 (unmapped) = 1 … 5.7.
+    const charts = await page.locator('figure.chart').evaluateAll((figures) => figures.map((figure) => ({
+      title: figure.querySelector('figcaption')!.textContent,
+      axis: [...figure.querySelectorAll('text.y-label')].map((label) => Number(label.textContent)),
+      smallestLabel: Math.min(...[...figure.querySelectorAll('text')].map((label) => label.getBoundingClientRect().height)),
+    })))
+    expect(charts.map((c) => c.title).sort()).toEqual(['Air temperature (°C)', 'Relative humidity (%)', 'x9 (unmapped)'])
+    const axisOf = (title: string) => charts.find((c) => c.title === title)!.axis
+    for (const [title, lowest, highest] of [['Air temperature (°C)', 26, 32], ['Relative humidity (%)', 52, 68], ['x9 (unmapped)', 1, 5.7]] as const) {
+      expect({ title, lowest: Math.min(...axisOf(title)) <= lowest, highest: Math.max(...axisOf(title)) >= highest }).toEqual({ title, lowest: true, highest: true })
+    }
+    // Labels a person can read on the phone (they were about 6 px when all channels shared one wide chart).
+    for (const chart of charts) expect({ title: chart.title, readable: chart.smallestLabel >= 11 }).toEqual({ title: chart.title, readable: true })
+
+    const channels = page.locator('section', { has: page.locator('h2', { hasText: 'Channels' }) })
+    const edge = (await channels.boundingBox())!
+    const cells = await channels.locator('td').evaluateAll((tds) => tds.map((td) => ({ text: td.textContent, right: td.getBoundingClientRect().right })))
+    expect(cells.length).toBe(8) // t1 and h1, four columns each
+    for (const cell of cells) expect({ cell: cell.text, inside: cell.right <= edge.x + edge.width }).toEqual({ cell: cell.text, inside: true })
+
+    // The demo's environments are grouped by where they are (a rack's tubs under "room › rack"), not 165 names in a row.
+    await page.goto(`${env.baseUrl}/console/activate`)
+    expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width)
+    const picker = await page.locator('select[name="channel.0.environment_id"]').evaluate((select) => ({
+      groups: [...select.querySelectorAll('optgroup')].map((g) => ({ label: g.getAttribute('label')!, options: g.querySelectorAll('option').length })),
+      ungrouped: select.querySelectorAll(':scope > option').length,
+    }))
+    expect(picker.ungrouped).toBe(1) // "environment…", the empty choice
+    expect(picker.groups.reduce((n, g) => n + g.options, 0)).toBeGreaterThan(100)
+    expect(picker.groups.some((g) => / › .+ rack /.test(g.label) && g.options === 18)).toBe(true)
+    await page.setViewportSize(DESKTOP)
+  })
+
   test('the docs page renders offline and finds an operation', async () => {
     await page.goto(`${env.baseUrl}/api/v1/docs`)
     const operation = page.locator('.opblock-summary', { hasText: 'List animals' }).first()
@@ -142,7 +191,24 @@ describe.skipIf(!available)('in a browser', () => {
     await operation.click()
     await page.waitForSelector('.opblock.is-open >> text=Responses')
     expect(await page.locator('.opblock.is-open .opblock-summary-path').first().textContent()).toBe('/api/v1/animals')
-    await screenshot('docs', false)
+    await screenshot('docs', false, page.locator('.opblock.is-open .opblock-summary').first())
+  })
+
+  test('the docs page on a phone: the operations render with no sideways scroll; a header parameter shows its description', async () => {
+    await page.setViewportSize(PHONE)
+    await page.goto(`${env.baseUrl}/api/v1/docs`)
+    await page.locator('.opblock-summary').first().waitFor()
+    expect(await page.locator('.opblock').count()).toBeGreaterThan(30)
+    expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width)
+
+    // An opened operation (parameters, responses with their header tables) stays within the width too.
+    const create = page.locator('.opblock', { has: page.locator('.opblock-summary', { hasText: 'Record an activity' }) })
+    await create.locator('.opblock-summary').click()
+    const idempotencyKey = create.locator('tr[data-param-name="idempotency-key"][data-param-in="header"]')
+    expect(await idempotencyKey.locator('.parameters-col_description').textContent()).toContain('Makes a retry safe')
+    await create.locator('.responses-wrapper').waitFor()
+    expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width)
+    await page.setViewportSize(DESKTOP)
   })
 
   test('sign out ends the session', async () => {

@@ -127,7 +127,7 @@ describe('OpenAPI document', () => {
     // Everything it loads is served here: no absolute URL at all, so it renders without internet.
     expect(page).not.toMatch(/(https?:)?\/\/[a-z]/i)
     const loads = [...page.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!)
-    expect(loads.length).toBe(4)
+    expect(loads.length).toBe(5) // icon, stylesheet, the document (preloaded), bundle, init
     for (const path of loads) expect({ path, status: (await env.request('GET', path)).status }).toEqual({ path, status: 200 })
     expect(await (await env.request('GET', '/api/v1/docs/assets/init.js')).text()).toContain('"/api/v1/openapi.json"')
     await problem(await env.request('GET', '/api/v1/docs/assets/package.json'), 404, 'not_found')

@@ -147,6 +147,28 @@ describe('fillDemoAccount (default size)', () => {
       expect((await res.json()).data.length).toBeGreaterThan(0)
     }
   })
+
+  test('every list it fills reads newest first by its documented time, page after page: created_at (ids are made for it), activities by occurred_at', async () => {
+    // Activities are ordered by when they happened; an entry logged late is still placed by occurred_at.
+    const lists: Record<string, string> = {
+      '/animals': 'created_at', '/activities': 'occurred_at', '/environment/environments': 'created_at', '/contacts': 'created_at',
+      '/sales/invoices': 'created_at', '/breeding/clutches': 'created_at', '/breeding/records': 'created_at', '/medical/conditions': 'created_at', '/documents': 'created_at',
+    }
+    for (const [path, key] of Object.entries(lists)) {
+      const times: number[] = []
+      let cursor: string | null = null
+      do {
+        const res = await env.request('GET', `/api/v1${path}?limit=200${cursor ? `&cursor=${cursor}` : ''}`, { token: demo.token })
+        expect({ path, status: res.status }).toEqual({ path, status: 200 })
+        const page = await res.json()
+        times.push(...page.data.map((row: Record<string, string>) => Date.parse(row[key]!)))
+        cursor = page.next_cursor
+      } while (cursor)
+      expect(times.length).toBeGreaterThan(1)
+      const outOfOrder = times.findIndex((time, i) => i > 0 && time > times[i - 1]!)
+      expect({ path, outOfOrder }).toEqual({ path, outOfOrder: -1 })
+    }
+  })
 })
 
 describe('determinism', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { isId, newId, ulid } from '../../src/ids.ts'
+import { idAt, isId, newId, ulid } from '../../src/ids.ts'
 import { generateToken, hashToken, parseToken } from '../../src/tokens.ts'
 
 describe('tokens (CONTRACT §2 format)', () => {
@@ -68,5 +68,19 @@ describe('ids (CONTRACT §1)', () => {
     expect(decode(first)).toBeGreaterThanOrEqual(before)
     expect(decode(second)).toBeGreaterThan(decode(first))
     expect(decode(second)).toBeLessThanOrEqual(Date.now())
+  })
+
+  test('idAt makes an id for a given instant (a backdated record sorts by its own time) without disturbing ulid()', () => {
+    const decode = (id: string) => [...id.slice(4, 14)].reduce((ms, c) => ms * 32 + '0123456789abcdefghjkmnpqrstvwxyz'.indexOf(c), 0)
+    const before = newId('animal')
+    const old = idAt('animal', Date.parse('2024-09-01T10:00:00.123Z'))
+    expect(isId('animal', old)).toBe(true)
+    expect(decode(old)).toBe(Date.parse('2024-09-01T10:00:00.123Z'))
+    expect(old < before).toBe(true)
+    expect(idAt('animal', Date.parse('2024-09-01T10:00:00.124Z')) > old).toBe(true)
+    // The next fresh id still carries the present time, not the past instant.
+    const after = newId('animal')
+    expect(after > before).toBe(true)
+    expect(decode(after)).toBeGreaterThanOrEqual(decode(before))
   })
 })

@@ -2254,6 +2254,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description An error `code`. */
                 code: "malformed_json" | "invalid_parameter" | "invalid_cursor" | "authentication_required" | "invalid_token" | "insufficient_scope" | "device_key_not_allowed" | "plan_not_eligible" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_mismatch" | "rate_limited" | "internal_error" | "service_unavailable";
             };
             cookie?: never;
@@ -2420,8 +2421,11 @@ export interface operations {
     listSpecies: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
+                /** @description Case-insensitive search in scientific and common names. */
                 q?: string;
                 group?: string;
                 class?: "reptilia" | "amphibia";
@@ -2463,7 +2467,9 @@ export interface operations {
     listActivityTypes: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
             };
             header?: never;
@@ -2503,7 +2509,9 @@ export interface operations {
     listMetrics: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
             };
             header?: never;
@@ -2543,7 +2551,9 @@ export interface operations {
     listAnimalTypes: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
             };
             header?: never;
@@ -2583,16 +2593,26 @@ export interface operations {
     listAnimals: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
+                /** @description Animals of this `/species` id (the same name as the field, and as on `/breeding/*`). */
                 species_id?: string;
-                /** @deprecated */
+                /**
+                 * @deprecated
+                 * @description Deprecated alias of `species_id`, kept for existing clients; sending both with different values is a 400.
+                 */
                 species?: string;
+                /** @description active, sold, deceased, or on_loan (kept elsewhere for now). */
                 status?: "active" | "sold" | "deceased" | "on_loan";
                 sex?: "male" | "female" | "unknown";
                 environment_id?: string;
+                /** @description Animals carrying this tag. */
                 tag?: string;
+                /** @description Case-insensitive search in name and reference_id. */
                 q?: string;
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -2677,6 +2697,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description An animal id (`anm_…`). */
                 id: string;
             };
             cookie?: never;
@@ -2721,9 +2742,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description The ETag of the version you read; a stale one is refused with 412. */
                 "if-match"?: string;
             };
             path: {
+                /** @description An animal id (`anm_…`). */
                 id: string;
             };
             cookie?: never;
@@ -2756,9 +2779,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description The ETag of the version you read; a stale one is refused with 412. */
                 "if-match"?: string;
             };
             path: {
+                /** @description An animal id (`anm_…`). */
                 id: string;
             };
             cookie?: never;
@@ -2803,12 +2828,18 @@ export interface operations {
     listActivities: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
                 animal_id?: string;
+                /** @description An `/activity-types` id. */
                 type?: string;
+                /** @description Occurred at or after this instant. */
                 from?: string;
+                /** @description Occurred before this instant. */
                 to?: string;
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -2849,6 +2880,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Makes a retry safe: within 24 h the same key returns the first response (with `Idempotent-Replayed: true`) instead of writing again; the same key with a different body is 422, and while the first request is still running 409. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -2891,14 +2923,20 @@ export interface operations {
     listClutches: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
                 status?: "incubating" | "hatched" | "failed";
                 species_id?: string;
+                /** @description Records with this animal as dam or sire. */
                 animal_id?: string;
                 breeding_record_id?: string;
+                /** @description Laid on or after this date. */
                 laid_from?: string;
+                /** @description Laid on or before this date. */
                 laid_to?: string;
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -2938,12 +2976,17 @@ export interface operations {
     listBreedingRecords: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
+                /** @description planned → paired → gravid → laid, or unsuccessful. */
                 status?: "planned" | "paired" | "gravid" | "laid" | "unsuccessful";
                 species_id?: string;
+                /** @description Records with this animal as dam or sire. */
                 animal_id?: string;
                 season?: number;
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -2983,12 +3026,16 @@ export interface operations {
     listConditions: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
                 animal_id?: string;
+                /** @description active, monitoring (treated, under watch) or resolved. */
                 status?: "active" | "monitoring" | "resolved";
                 severity?: "mild" | "moderate" | "severe";
                 category?: "infection" | "parasite" | "injury" | "metabolic" | "respiratory" | "dermatological" | "reproductive" | "other";
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -3028,11 +3075,16 @@ export interface operations {
     listEnvironments: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
+                /** @description What the place is: an enclosure, a rack (holding tubs), a tub, a room, an incubator, or outdoors. */
                 kind?: "enclosure" | "rack" | "tub" | "room" | "incubator" | "outdoor";
                 parent_id?: string;
+                /** @description Case-insensitive search in name and location. */
                 q?: string;
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -3072,11 +3124,14 @@ export interface operations {
     listDocuments: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
                 kind?: "vet_report" | "permit" | "receipt" | "pedigree" | "photo" | "contract" | "other";
                 animal_id?: string;
                 contact_id?: string;
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -3116,11 +3171,15 @@ export interface operations {
     listContacts: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
                 kind?: "customer" | "supplier" | "veterinarian" | "breeder" | "other";
                 tag?: string;
+                /** @description Case-insensitive search in name, company and email. */
                 q?: string;
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -3160,12 +3219,17 @@ export interface operations {
     listInvoices: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
                 status?: "draft" | "open" | "paid" | "void";
                 contact_id?: string;
+                /** @description Issued on or after this date. */
                 issued_from?: string;
+                /** @description Issued on or before this date. */
                 issued_to?: string;
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -3205,9 +3269,13 @@ export interface operations {
     listDevices: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
+                /** @description Devices with a channel in this environment. */
                 environment_id?: string;
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -3292,6 +3360,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description A device id (`dev_…`). */
                 id: string;
             };
             cookie?: never;
@@ -3336,9 +3405,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description The ETag of the version you read; a stale one is refused with 412. */
                 "if-match"?: string;
             };
             path: {
+                /** @description A device id (`dev_…`). */
                 id: string;
             };
             cookie?: never;
@@ -3371,9 +3442,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description The ETag of the version you read; a stale one is refused with 412. */
                 "if-match"?: string;
             };
             path: {
+                /** @description A device id (`dev_…`). */
                 id: string;
             };
             cookie?: never;
@@ -3521,7 +3594,9 @@ export interface operations {
     submitPing: {
         parameters: {
             query?: {
+                /** @description The device key, for firmware that cannot set headers (kept out of logs). */
                 key?: string;
+                /** @description RFC 3339 or epoch milliseconds; default: now. */
                 ts?: string;
             };
             header?: never;
@@ -3556,7 +3631,9 @@ export interface operations {
     submitPingForm: {
         parameters: {
             query?: {
+                /** @description The device key, for firmware that cannot set headers (kept out of logs). */
                 key?: string;
+                /** @description RFC 3339 or epoch milliseconds; default: now. */
                 ts?: string;
             };
             header?: never;
@@ -3598,18 +3675,27 @@ export interface operations {
     queryReadings: {
         parameters: {
             query?: {
+                /** @description JSON: page size 1–10000 (default 1000). CSV: rows per file 1–1000000 (default 100000). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page (or `Next-Cursor` of the previous CSV file); bound to this list and its filters, valid for JSON and CSV alike. */
                 cursor?: string;
                 environment_id?: string;
                 device_id?: string;
                 channel?: string;
                 metric?: string;
+                /** @description Inclusive; default 24 hours before `to`. */
                 from?: string;
+                /** @description Exclusive; default now. */
                 to?: string;
+                /** @description Bucket width: one row per bucket per series (device, channel), aligned to UTC. */
                 interval?: "1m" | "5m" | "15m" | "30m" | "1h" | "6h" | "12h" | "1d";
+                /** @description With `interval`: comma-separated aggregates (default avg). */
                 agg?: string;
+                /** @description With `interval`: `none` (default) lists only buckets holding readings; `null` and `previous` list every bucket of the window for every series with a reading in the window, so gaps show. An empty bucket has `count` 0 and its other aggregates absent (`null`) or carried from the series' latest earlier bucket in the window (`previous`; absent before its first reading); its `metric` and `environment_id` are those of that earlier bucket. */
                 fill?: "none" | "null" | "previous";
+                /** @description The newest reading per series in the window (default window: all time). JSON only. */
                 latest?: boolean;
+                /** @description Response format; overrides `Accept`. Without it, `Accept: text/csv` preferred over JSON (by q-value) answers CSV; any other `Accept`, including types this operation cannot produce, answers JSON (no 406). */
                 format?: "json" | "csv";
             };
             header?: never;
@@ -3653,11 +3739,14 @@ export interface operations {
     listAlertRules: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
                 environment_id?: string;
                 device_id?: string;
                 metric?: string;
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -3698,6 +3787,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Makes a retry safe: within 24 h the same key returns the first response (with `Idempotent-Replayed: true`) instead of writing again; the same key with a different body is 422, and while the first request is still running 409. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -3747,6 +3837,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description An alert rule id (`alr_…`). */
                 id: string;
             };
             cookie?: never;
@@ -3791,9 +3882,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description The ETag of the version you read; a stale one is refused with 412. */
                 "if-match"?: string;
             };
             path: {
+                /** @description An alert rule id (`alr_…`). */
                 id: string;
             };
             cookie?: never;
@@ -3826,9 +3919,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description The ETag of the version you read; a stale one is refused with 412. */
                 "if-match"?: string;
             };
             path: {
+                /** @description An alert rule id (`alr_…`). */
                 id: string;
             };
             cookie?: never;
@@ -3873,13 +3968,17 @@ export interface operations {
     listAlerts: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
                 state?: "open" | "resolved";
+                /** @description threshold: the series left its range; stale: the series went silent. */
                 kind?: "threshold" | "stale";
                 environment_id?: string;
                 device_id?: string;
                 rule_id?: string;
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -3921,6 +4020,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description An alert id (`alt_…`). */
                 id: string;
             };
             cookie?: never;
@@ -3953,8 +4053,11 @@ export interface operations {
     listWebhookEndpoints: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
+                /** @description Only records updated at or after this instant (for sync). */
                 updated_since?: string;
             };
             header?: never;
@@ -4035,6 +4138,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description A webhook endpoint id (`whe_…`). */
                 id: string;
             };
             cookie?: never;
@@ -4069,6 +4173,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description A webhook endpoint id (`whe_…`). */
                 id: string;
             };
             cookie?: never;
@@ -4101,6 +4206,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description A webhook endpoint id (`whe_…`). */
                 id: string;
             };
             cookie?: never;
@@ -4144,6 +4250,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description A webhook endpoint id (`whe_…`). */
                 id: string;
             };
             cookie?: never;
@@ -4179,10 +4286,15 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
+                /** @description Only events of this type, e.g. `animal.created`. */
                 type?: string;
+                /** @description Only events created at or after this instant. */
                 created_from?: string;
+                /** @description Only events created before this instant. */
                 created_to?: string;
             };
             header?: never;
@@ -4224,6 +4336,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description An event id (`evt_…`), as in a delivery's `webhook-id` header. */
                 id: string;
             };
             cookie?: never;
@@ -4256,11 +4369,14 @@ export interface operations {
     listWebhookAttempts: {
         parameters: {
             query?: {
+                /** @description Page size, 1–200 (default 50). */
                 limit?: number;
+                /** @description The `next_cursor` of the previous page; bound to this list and its filters. */
                 cursor?: string;
             };
             header?: never;
             path: {
+                /** @description A webhook endpoint id (`whe_…`). */
                 id: string;
             };
             cookie?: never;
@@ -4301,6 +4417,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description A webhook endpoint id (`whe_…`). */
                 id: string;
             };
             cookie?: never;
@@ -4354,6 +4471,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description A webhook endpoint id (`whe_…`). */
                 id: string;
             };
             cookie?: never;
