@@ -11,7 +11,7 @@ import { eq, getTableColumns, sql } from 'drizzle-orm'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import { activities, animals } from '../../db/schema/index.ts'
 import type { Deps } from '../deps.ts'
-import { newId, type IdKind } from '../ids.ts'
+import { idAt, newId, type IdKind } from '../ids.ts'
 import { Activity } from '../modules/activities/index.ts'
 import { Animal } from '../modules/animals/index.ts'
 import type { Executor } from '../webhooks/outbox.ts'
@@ -207,7 +207,8 @@ function prepare(c: Compiled, accountId: string, rows: unknown[]): Prepared[] {
     for (const field of c.nullable) values[field] = null
     // Instants go as the RFC 3339 text the schema checked: Postgres reads it (offsets included).
     Object.assign(values, row)
-    values.id ??= newId(c.area.idKind)
+    // Lists page newest first by id: a backdated row (created_at given) gets an id of its own time, as demo data does.
+    values.id ??= typeof values.created_at === 'string' ? idAt(c.area.idKind, Date.parse(values.created_at)) : newId(c.area.idKind)
     prepared.push({ rowNo, values })
   })
   if (errors.length) throw new ImportError(`${errors.length} error${errors.length === 1 ? '' : 's'} in the ${c.area.name} rows; nothing was written`, errors)

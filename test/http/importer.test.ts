@@ -244,6 +244,13 @@ describe('import', () => {
     expect(await (await env.request('GET', '/api/v1/activities', { token: a.token })).json()).toEqual(activityPage)
   })
 
+  test('rows without ids but with created_at list newest first by that time, whatever their order in the file', async () => {
+    const a = await account()
+    const rows = ['2023-05-01', '2025-02-01', '2024-07-01'].map((day, i) => ({ name: `backdated ${i}`, species_id: 'python-regius', created_at: `${day}T00:00:00.000Z`, updated_at: `${day}T00:00:00.000Z` }))
+    expect(await importRecords(env.deps, a.accountId, 'animals', rows)).toEqual({ imported: 3 })
+    expect((await listAll(a.token, '/animals')).map((x) => x.created_at)).toEqual(['2025-02-01T00:00:00.000Z', '2024-07-01T00:00:00.000Z', '2023-05-01T00:00:00.000Z'])
+  })
+
   test('thousands of rows go in quickly, in chunks', async () => {
     const a = await account()
     const id = newId('animal')
