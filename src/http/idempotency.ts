@@ -7,8 +7,8 @@ import { and, eq, gte, lt, sql } from 'drizzle-orm'
 import { t } from 'elysia'
 import { prepared } from '../../db/prepared.ts'
 import { idempotencyKeys } from '../../db/schema/index.ts'
+import type { InTransaction } from '../../db/transaction.ts'
 import type { Deps } from '../deps.ts'
-import type { Executor } from '../webhooks/outbox.ts'
 import { canonical } from './cursor.ts'
 import { ApiError, problemBody } from './errors.ts'
 import { versionOf, withVersion } from './declared-response.ts'
@@ -68,11 +68,12 @@ export interface IdempotentRequest {
 export interface IdempotentResult extends Outcome { replayed: boolean }
 
 /**
- * Runs `perform` at most once per (account, key) within the retention window. `perform` writes through the
- * transaction it is given and returns the response to send; an ApiError it throws below 500 (other than 429)
- * is stored and replayed like a success.
+ * Runs `perform` at most once per (account, key) within the retention window. `perform` opens its transaction with
+ * the `within` it is given (the service owns its transaction; this wraps it), which claims the key first and stores
+ * the response `perform`'s work returns before committing; an ApiError it throws below 500 (other than 429) is
+ * stored and replayed like a success.
  */
-export async function runIdempotent(deps: Pick<Deps, 'config' | 'database' | 'shared'>, request: IdempotentRequest, perform: (tx: Executor) => Promise<Outcome>): Promise<IdempotentResult> {
+export async function runIdempotent(deps: Pick<Deps, 'config' | 'database' | 'shared'>, request: IdempotentRequest, perform: (within: InTransaction<Outcome>) => Promise<Outcome>): Promise<IdempotentResult> {
   const { accountId, key, fingerprint } = request
   const db = deps.database.db
   const cacheKey = `idem:${accountId}:${key}`
@@ -106,15 +107,15 @@ export async function runIdempotent(deps: Pick<Deps, 'config' | 'database' | 'sh
     // claim returns nothing, and its stored response replays.
     let outcome: Outcome
     try {
-      outcome = await db.transaction(async (tx) => {
+      outcome = await perform((work) => db.transaction(async (tx) => {
         // Claim the key before doing the work: a concurrent writer that lost its Redis lock blocks here on the
         // primary key until we commit, then replays our response instead of writing.
         if (!(await claimKey(tx, { ...row, fingerprint, since: since() })).length) throw new KeyTaken()
-        const result = await perform(tx)
+        const result = await work(tx)
         if (storable(result.status)) await storeResponse(tx, { ...row, status: result.status, body: result.body })
         else await forgetKey(tx, row)
         return result
-      })
+      }))
     } catch (error) {
       // The key is live, or another process wrote it while our lock was lost: its write stands, ours rolled back.
       if (error instanceof KeyTaken) return await replayStored()
@@ -157,28 +158,36 @@ export interface CreateContext {
 }
 
 /**
- * Answers a create that declares `op({ idempotent: true })`: `perform` runs in a transaction, at most once per
- * Idempotency-Key when the request carries one, and returns the new record as the API shows it (`versioned(…)`
- * when the route also declares etag). A replay answers the stored bytes; the app's hook (declared-response.ts)
- * marks it with Idempotent-Replayed and, on an etag route, the ETag of the version the create made. A stored
- * refusal (4xx) answers as the problem it was.
+ * Answers a create that declares `op({ idempotent: true })`: `perform` calls the service, which writes in the
+ * transaction `within` opens (a plain one, or, when the request carries an Idempotency-Key, one that also claims the
+ * key and stores the answer); `present` turns the new row into the record as the API shows it (`versioned(…)` when
+ * the route also declares etag). It runs at most once per key. A replay answers the stored bytes; the app's hook
+ * (declared-response.ts) marks it with Idempotent-Replayed and, on an etag route, the ETag of the version the create
+ * made. A stored refusal (4xx) answers as the problem it was.
  */
-export async function writeOnce<Out extends object>(deps: Pick<Deps, 'config' | 'database' | 'shared'>, context: CreateContext, perform: (tx: Executor) => Promise<Out>): Promise<Out | Response> {
+export async function writeOnce<Row, Out extends object>(deps: Pick<Deps, 'config' | 'database' | 'shared'>, context: CreateContext, perform: (within: InTransaction<Row>) => Promise<Row>, present: (row: Row) => Out): Promise<Out | Response> {
   const { request, principal, set, headers, body } = context
   const state = requestState(request)
   const route = state.route
   if (!route?.policy.idempotent) throw new Error(`${route?.method} ${route?.path}: answers through writeOnce() but does not declare idempotent`)
   let created: Out | undefined
-  const create = async (tx: Executor): Promise<Outcome> => {
-    created = await perform(tx)
+  const answer = (row: Row): Outcome => {
+    created = present(row)
     const version = versionOf(created)
     if (version !== undefined && version !== CREATED_VERSION) throw new Error(`a create answered version ${version}; a replay would name version ${CREATED_VERSION}`)
     return { status: 201, body: JSON.stringify(created) }
   }
   const key = headers['idempotency-key']
   const result = key === undefined
-    ? { ...(await deps.database.db.transaction(create)), replayed: false }
-    : await runIdempotent(deps, { accountId: principal.accountId, key, fingerprint: fingerprintOf('POST', pathOf(request.url), body), requestId: state.requestId }, create)
+    ? { ...answer(await perform((work) => deps.database.db.transaction(work))), replayed: false }
+    // The service's work runs inside the idempotent transaction; its answer is made there, to be stored with it.
+    : await runIdempotent(deps, { accountId: principal.accountId, key, fingerprint: fingerprintOf('POST', pathOf(request.url), body), requestId: state.requestId },
+      async (within) => {
+        let row!: Row
+        let outcome!: Outcome
+        await perform((work) => within(async (tx) => { row = await work(tx); return (outcome = answer(row)) }).then(() => row))
+        return outcome
+      })
   state.idempotency = result.replayed ? 'replayed' : 'fresh'
   set.status = result.status
   if (!result.replayed && created) return created

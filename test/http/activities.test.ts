@@ -227,10 +227,10 @@ describe('Idempotency-Key', () => {
       if (hold) { reachedWrite(); await firstMayCommit }
       return { status: 201, body: JSON.stringify({ id: row.id }) }
     }
-    const first = runIdempotent(env.deps, request, (tx) => write(tx, true)())
+    const first = runIdempotent(env.deps, request, (within) => within((tx) => write(tx, true)()))
     await firstIsWriting
     await loseSharedStore()
-    const second = runIdempotent(env.deps, request, (tx) => write(tx, false)())
+    const second = runIdempotent(env.deps, request, (within) => within((tx) => write(tx, false)()))
     await Bun.sleep(100)
     finishFirst()
     const [a, b] = await Promise.all([first, second])

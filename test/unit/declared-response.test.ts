@@ -60,7 +60,7 @@ describe('op({ idempotent })', () => {
   test('writeOnce on a route that does not declare idempotent refuses before writing anything', async () => {
     let wrote = false
     const noDatabase = {} as Deps
-    const response = await call(appWith({}, (context: any) => writeOnce(noDatabase, { ...context, headers: {} }, async () => { wrote = true; return present(record) })))
+    const response = await call(appWith({}, (context: any) => writeOnce(noDatabase, { ...context, headers: {} }, async () => { wrote = true; return record }, present)))
     expect(response.status).toBe(500)
     expect(await response.text()).toContain('does not declare idempotent')
     expect(wrote).toBe(false)

@@ -8,7 +8,7 @@ import { principalMacro } from '../../http/request.ts'
 import { PageOf, pageQuery } from '../../http/schemas.ts'
 import { IdOf, Instant, Notes, UpdatedSince, nullable } from '../../records/fields.ts'
 import { ActivityListQuery, TypeId } from './queries.ts'
-import { listActivities, presentActivity, recordActivity } from './service.ts'
+import { createActivity, listActivities, presentActivity } from './service.ts'
 
 const Details = t.Record(t.String(), t.Unknown(), {
   description: "Shaped by the activity's type: `GET /activity-types` gives each type's `details_schema` (weight: `{ grams }`; feeding: `{ prey, size, count, accepted }`…).",
@@ -45,7 +45,7 @@ export function activitiesModule(deps: Deps) {
     })
     .post('/activities', (context) => {
       const { accountId } = context.principal
-      return writeOnce(deps, context, async (tx) => presentActivity(await recordActivity(tx, accountId, context.body)))
+      return writeOnce(deps, context, (within) => createActivity(deps, accountId, context.body, within), presentActivity)
     }, {
       principal: true,
       headers: IdempotencyHeaders,

@@ -2,6 +2,7 @@
 import { and, eq, isNull, sql } from 'drizzle-orm'
 import { prepared } from '../../../db/prepared.ts'
 import { activities, animals } from '../../../db/schema/index.ts'
+import { ownTransaction, type InTransaction } from '../../../db/transaction.ts'
 import type { Deps } from '../../deps.ts'
 import { ApiError, type FieldError } from '../../http/errors.ts'
 import { activityDetailsErrors, futureError } from '../../records/rules.ts'
@@ -27,6 +28,14 @@ const insertActivity = prepared('activities:insert', (db) => db.insert(activitie
   occurred_at: sql<Date>`${p('occurredAt')}::timestamptz`.as('occurred_at'), details: sql`${p('details')}::jsonb`.as('details'),
   notes: sql<string | null>`${p('notes')}::text`.as('notes'), created_at: sql<Date>`now()`.as('created_at'), updated_at: sql<Date>`now()`.as('updated_at'),
 }).from(animals).where(and(eq(animals.account_id, p('account')), eq(animals.id, p('animalId')), isNull(animals.deleted_at)))).returning())
+
+/**
+ * POST /activities: records the activity in its own transaction, or in the one `within` opens (idempotency wraps the
+ * same work with the key's claim and stored answer).
+ */
+export function createActivity(deps: Pick<Deps, 'database'>, accountId: string, input: ActivityInput, within: InTransaction<ActivityRow> = ownTransaction(deps.database)): Promise<ActivityRow> {
+  return within((tx) => recordActivity(tx, accountId, input))
+}
 
 /** Writes an activity (and, for a weighing, the animal's latest weight) with their events, inside `tx`. */
 export async function recordActivity(tx: Executor, accountId: string, input: ActivityInput): Promise<ActivityRow> {

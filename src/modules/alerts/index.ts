@@ -13,8 +13,8 @@ import { JsonInteger, JsonNumber, PageOf, pageQuery } from '../../http/schemas.t
 import { isId } from '../../ids.ts'
 import { IdOf, Instant, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
 import { RuleListQuery } from './queries.ts'
-import { presentAlert } from './rows.ts'
-import { announce, createRule, deleteRule, getAlert, getRule, listAlerts, listRules, MAX_RULES_PER_ACCOUNT, presentRule, updateRule } from './service.ts'
+import { presentAlert, type AlertRuleRow } from './rows.ts'
+import { announce, createAlertRule, deleteRule, getAlert, getRule, listAlerts, listRules, MAX_RULES_PER_ACCOUNT, presentRule, updateRule } from './service.ts'
 
 export const ALERTS_TAG_DESCRIPTION = `Threshold and stale-sensor alerts on readings (an addition to v1; scopes \`alerts:read\` / \`alerts:write\`, personal keys only).
 Rule ids start \`alr_\`, alert ids \`alt_\`.
@@ -144,7 +144,7 @@ export function alertsModule(deps: Deps) {
     })
     .post('/environment/alert-rules', async (context) => {
       const { accountId } = context.principal
-      const answer = await writeOnce(deps, context, async (tx) => versioned(await createRule(tx, accountId, context.body), presentRule))
+      const answer = await writeOnce(deps, context, (within) => createAlertRule(deps, accountId, context.body, within), (row: AlertRuleRow) => versioned(row, presentRule))
       if (context.set.status === 201) await announce(deps, accountId)
       return answer
     }, {

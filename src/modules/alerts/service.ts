@@ -3,6 +3,7 @@
 import { and, count, eq, isNull, sql } from 'drizzle-orm'
 import { METRICS } from '../../../db/reference/metrics.ts'
 import { alertRules, alerts, environments, sensorDevices, type AlertRuleSnapshot, ALERT_RESOLUTIONS } from '../../../db/schema/index.ts'
+import { ownTransaction, type InTransaction } from '../../../db/transaction.ts'
 import type { Deps } from '../../deps.ts'
 import { ApiError, type FieldError } from '../../http/errors.ts'
 import { requireMatch } from '../../http/etag.ts'
@@ -80,7 +81,15 @@ export function listRules(deps: Pick<Deps, 'cursors' | 'database'>, accountId: s
   }, presentRule)
 }
 
-export async function createRule(tx: Executor, accountId: string, input: Partial<RuleFields> & Pick<RuleFields, 'metric'>): Promise<AlertRuleRow> {
+/**
+ * POST /environment/alert-rules: creates the rule in its own transaction, or in the one `within` opens (idempotency
+ * wraps the same work with the key's claim and stored answer).
+ */
+export function createAlertRule(deps: Pick<Deps, 'database'>, accountId: string, input: Partial<RuleFields> & Pick<RuleFields, 'metric'>, within: InTransaction<AlertRuleRow> = ownTransaction(deps.database)): Promise<AlertRuleRow> {
+  return within((tx) => createRule(tx, accountId, input))
+}
+
+async function createRule(tx: Executor, accountId: string, input: Partial<RuleFields> & Pick<RuleFields, 'metric'>): Promise<AlertRuleRow> {
   const fields: RuleFields = { ...EMPTY, ...input }
   await checkRule(tx, accountId, fields)
   const [{ rules }] = (await tx.select({ rules: count() }).from(alertRules).where(live(accountId))) as [{ rules: number }]
