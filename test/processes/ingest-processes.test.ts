@@ -166,6 +166,10 @@ describe('ingest durability', () => {
     await killedMidLoad({ ...storeEnv, ...questdb })
   }, 90_000)
 
+  test.skipIf(!questdb)('over MQTT on the QuestDB store, killed mid-load (SIGKILL), QuestDB holds every publish the service acknowledged', async () => {
+    await killedMidMqttLoad({ ...storeEnv, ...questdb })
+  }, 90_000)
+
   test('SIGTERM answers the batch still waiting for its flush, stores it, and exits 0', async () => {
     const server = await startServer({ ...storeEnv, INGEST_FLUSH_MS: '2000' })
     const device = await deviceOn(server.baseUrl)
