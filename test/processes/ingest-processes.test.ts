@@ -43,6 +43,28 @@ async function storedKeys(baseUrl: string, deviceId: string, from: number, to: n
   }
 }
 
+/**
+ * Restarts the server on the same store and requires every acknowledged reading ("channel@ts") stored, and nothing
+ * beyond what was sent (unacknowledged readings may or may not have landed).
+ */
+async function expectStoredAfterRestart(env: Record<string, string | undefined>, deviceId: string, base: number, acknowledged: string[], sent: number) {
+  const restarted = await startServer(env)
+  try {
+    // QuestDB shows a committed batch to queries a moment after acknowledging it (it applies its WAL in the
+    // background): read until every acknowledged reading shows, or give up and count what is missing.
+    let stored = new Set<string>()
+    await waitFor(async () => {
+      stored = await storedKeys(restarted.baseUrl, deviceId, base, base + 3_600_000)
+      return acknowledged.every((k) => stored.has(k))
+    }, 30_000, 250).catch(() => {})
+    const lost = acknowledged.filter((k) => !stored.has(k))
+    expect({ acknowledged: acknowledged.length, lost: lost.slice(0, 5) }).toEqual({ acknowledged: acknowledged.length, lost: [] })
+    expect(stored.size).toBeLessThanOrEqual(sent)
+  } finally {
+    expect(await restarted.stop()).toBe(0)
+  }
+}
+
 /** Loads the server with readings from four devices' lanes, kills it with SIGKILL, restarts it and looks for every acknowledged reading. */
 async function killedMidLoad(env: Record<string, string | undefined>) {
   const server = await startServer({ ...env, INGEST_FLUSH_MS: '5' })
@@ -77,22 +99,7 @@ async function killedMidLoad(env: Record<string, string | undefined>) {
   await server.stop()
   expect(acknowledged.length).toBeGreaterThan(500)
 
-  const restarted = await startServer(env)
-  try {
-    // QuestDB shows a committed batch to queries a moment after acknowledging it (it applies its WAL in the
-    // background): read until every acknowledged reading shows, or give up and count what is missing.
-    let stored = new Set<string>()
-    await waitFor(async () => {
-      stored = await storedKeys(restarted.baseUrl, device.id, base, base + 3_600_000)
-      return acknowledged.every((k) => stored.has(k))
-    }, 30_000, 250).catch(() => {})
-    const lost = acknowledged.filter((k) => !stored.has(k))
-    expect({ acknowledged: acknowledged.length, lost: lost.slice(0, 5) }).toEqual({ acknowledged: acknowledged.length, lost: [] })
-    // Unacknowledged readings may or may not have landed, but nothing beyond what was sent.
-    expect(stored.size).toBeLessThanOrEqual(sent)
-  } finally {
-    expect(await restarted.stop()).toBe(0)
-  }
+  await expectStoredAfterRestart(env, device.id, base, acknowledged, sent)
 }
 
 /**
@@ -126,19 +133,7 @@ async function killedMidMqttLoad(env: Record<string, string | undefined>) {
   await Promise.all(lanes)
   await server.stop()
 
-  const restarted = await startServer(env)
-  try {
-    let stored = new Set<string>()
-    await waitFor(async () => {
-      stored = await storedKeys(restarted.baseUrl, device.id, base, base + 3_600_000)
-      return acknowledged.every((k) => stored.has(k))
-    }, 30_000, 250).catch(() => {})
-    const lost = acknowledged.filter((k) => !stored.has(k))
-    expect({ acknowledged: acknowledged.length, lost: lost.slice(0, 5) }).toEqual({ acknowledged: acknowledged.length, lost: [] })
-    expect(stored.size).toBeLessThanOrEqual(sent)
-  } finally {
-    expect(await restarted.stop()).toBe(0)
-  }
+  await expectStoredAfterRestart(env, device.id, base, acknowledged, sent)
 }
 
 /** QuestDB's readings table of this file, when QUESTDB_ILP and QUESTDB_PG_URL point at a server. */
