@@ -182,7 +182,7 @@ function onlyKeyParam(names: Set<string>): string {
 /** The Sensors tag's description: the HTTP endpoints below, and the MQTT transport beside them (ingest/mqtt.ts). */
 const SENSORS_TAG = `Sensor devices, headless pairing and the ingest endpoints for device keys.
 
-**MQTT** (an addition to the reference; on where the operator sets \`MQTT_PORT\`, and \`MQTTS_PORT\` for TLS). MQTT 3.1.1
+**MQTT** (an addition to the reference; served where the operator sets \`MQTT_PORT\`, and \`MQTTS_PORT\` for TLS). MQTT 3.1.1
 and 5 with the device key as the password (the username is free, and 3.1.1 needs one); an unknown, revoked or expired key
 is refused at CONNECT as a bad user name or password (0x86; 3.1.1: 4), a personal key as not authorized (0x87; 3.1.1: 5),
 and a key revoked while connected closes its connection at once. A device uses only its own topics:
