@@ -19,6 +19,8 @@ import { Aedes, type Client, type PublishPacket } from 'aedes'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { Authenticator, Principal } from '../src/auth/authenticator.ts'
 import type { Config, MqttConfig } from '../src/config.ts'
+import { MAX_BODY_BYTES } from '../src/http/checks/body-limits.ts'
+import { rateLimited } from '../src/http/checks/rate-limit.ts'
 import { ApiError, type FieldError } from '../src/http/errors.ts'
 import { schemaErrors } from '../src/http/field-errors.ts'
 import { parseJsonBody } from '../src/http/json-body.ts'
@@ -33,7 +35,7 @@ import { hashToken } from '../src/tokens.ts'
 import { IngestUnavailable } from './batcher.ts'
 import type { DeviceInfo } from './devices.ts'
 import type { Ingest } from './index.ts'
-import { parseBatch, parsePing, ReadingsBatch, type Parsed, type Rejection } from './parse.ts'
+import { MAX_READINGS_PER_BATCH, parseBatch, parsePing, PING_REFUSED, ReadingsBatch, type Parsed, type Rejection } from './parse.ts'
 
 export interface MqttDeps {
   readonly config: Pick<Config, 'host' | 'deviceRateLimitPerMinute' | 'rateLimitPerMinute' | 'rateLimitWindowSeconds'> & { readonly mqtt: MqttConfig }
@@ -54,8 +56,8 @@ export interface MqttListener {
   close(): Promise<void>
 }
 
-/** The HTTP API's 1 MiB body limit, plus room for the topic and MQTT's own header. */
-const MQTT_MAX_PACKET_BYTES = 1024 * 1024 + 1024
+/** The HTTP API's body limit, plus room for the topic and MQTT's own header. */
+const MQTT_MAX_PACKET_BYTES = MAX_BODY_BYTES + 1024
 
 /** MQTT 5 reason codes we send ourselves (aedes sends the rest). */
 const SERVER_BUSY = 0x89
@@ -93,10 +95,7 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
   const publishConfiguration = (device: DeviceInfo) => publishTo(device.id, 'config', { device_id: device.id, channels: device.configuration }, true)
   const report = (deviceId: string, body: ErrorReport) => void publishTo(deviceId, 'errors', body, false)
 
-  const deviceOf = async (deviceId: string) => {
-    const known = deps.ingest.devices.get(deviceId)
-    return known instanceof Promise ? await known : known
-  }
+  const deviceOf = async (deviceId: string) => deps.ingest.devices.get(deviceId)
 
   broker.authenticate = (client, _username, password, done) => {
     const refuseWith = (returnCode: number, reason: Refusal, message: string) => {
@@ -115,15 +114,10 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
       await publishConfiguration(device)
       done(null, true)
     }
-    try {
-      const verified = deps.authenticator.verify(token)
-      ;(verified instanceof Promise ? verified : Promise.resolve(verified)).then(settle).catch((error) => {
-        log.warn('mqtt: could not check a device key', { error: String(error) })
-        done(Object.assign(new Error('The service cannot check keys right now; try again.'), { returnCode: 3 }) as any, false)
-      })
-    } catch (error) {
-      done(Object.assign(new Error(String(error)), { returnCode: 3 }) as any, false)
-    }
+    Promise.resolve().then(() => deps.authenticator.verify(token)).then(settle).catch((error) => {
+      log.warn('mqtt: could not check a device key', { error: String(error) })
+      done(Object.assign(new Error('The service cannot check keys right now; try again.'), { returnCode: 3 }) as any, false)
+    })
   }
 
   broker.authorizeSubscribe = (client, subscription, done) => {
@@ -153,9 +147,9 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
     const { count, resetMs } = deps.rateLimiter.local(session.principal.keyId, windowMs)
     if (count > limit) {
       refuse('rate_limited')
-      const message = `This key may make ${limit} requests every ${config.rateLimitWindowSeconds} s; try again in ${Math.max(1, Math.ceil(resetMs / 1000))} s.`
-      report(session.deviceId, { topic: packet.topic, code: 'rate_limited', message })
-      return done(new Error(message))
+      const { code, detail } = rateLimited(limit, config.rateLimitWindowSeconds, Math.max(1, Math.ceil(resetMs / 1000)))
+      report(session.deviceId, { topic: packet.topic, code, message: detail })
+      return done(new Error(detail))
     }
     const work = store(client, session, packet, match[2] as 'readings' | 'ping', done)
     storing.add(work)
@@ -267,7 +261,7 @@ function readingsOf(payload: string, device: DeviceInfo): Parsed | Omit<ErrorRep
     throw error
   }
   if (!checkBatch.Check(body)) {
-    return { code: 'validation_failed', message: 'The payload must be { "readings": [ … ] } with 1 to 5000 readings, as POST /sensors/readings takes.', errors: schemaErrors(checkBatch.Errors(body), '/payload') }
+    return { code: 'validation_failed', message: `The payload must be { "readings": [ … ] } with 1 to ${MAX_READINGS_PER_BATCH} readings, as POST /sensors/readings takes.`, errors: schemaErrors(checkBatch.Errors(body), '/payload') }
   }
   return parseBatch((body as { readings: unknown[] }).readings, device, Date.now())
 }
@@ -276,5 +270,5 @@ function readingsOf(payload: string, device: DeviceInfo): Parsed | Omit<ErrorRep
 function pingOf(payload: string, device: DeviceInfo): Parsed | Omit<ErrorReport, 'topic'> {
   const fields = Object.fromEntries(new URLSearchParams(payload))
   const { parsed, problems } = parsePing(fields, device, Date.now(), '/payload')
-  return parsed ?? { code: 'validation_failed', message: 'The ping carries no valid readings.', errors: problems }
+  return parsed ?? { code: 'validation_failed', message: PING_REFUSED, errors: problems }
 }

@@ -82,6 +82,9 @@ export function parseBatch(items: readonly unknown[], device: DeviceInfo, now: n
 
 export interface PingProblem { path: string; message: string }
 
+/** What a ping with any bad field is refused with (HTTP 422, MQTT's errors topic), its problems beside it. */
+export const PING_REFUSED = 'The ping carries no valid readings.'
+
 /**
  * `/sensors/ping` fields: every field but `key` and `ts` is a channel whose value is a number in text
  * (constrained firmware builds a URL, not JSON). Any bad field refuses the whole ping: it answers 204 only.

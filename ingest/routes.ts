@@ -13,7 +13,7 @@ import { oneOf } from '../src/records/fields.ts'
 import { IngestUnavailable } from './batcher.ts'
 import type { DeviceInfo } from './devices.ts'
 import type { Ingest } from './index.ts'
-import { MAX_PING_CHANNELS, MAX_READINGS_PER_BATCH, parseBatch, parsePing, ReadingsBatch, type Parsed } from './parse.ts'
+import { MAX_PING_CHANNELS, MAX_READINGS_PER_BATCH, parseBatch, parsePing, PING_REFUSED, ReadingsBatch, type Parsed } from './parse.ts'
 
 /** The calling device's cached configuration; a promise only when it is not cached yet. */
 function deviceOf(ingest: Ingest, principal: Principal): DeviceInfo | Promise<DeviceInfo> {
@@ -61,7 +61,7 @@ export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline)
     const known = deviceOf(ingest, principalOf(request))
     const device = known instanceof Promise ? await known : known
     const { parsed, problems } = parsePing(fields, device, Date.now(), where)
-    if (!parsed) throw new ApiError('validation_failed', 'The ping carries no valid readings.', { errors: problems })
+    if (!parsed) throw new ApiError('validation_failed', PING_REFUSED, { errors: problems })
     await accept(ingest, device, parsed)
     // A status and no body, rather than a Response: Elysia would copy a returned Response to add our headers.
     set.status = 204

@@ -8,6 +8,11 @@ import { ApiError } from '../errors.ts'
 import type { Hit, RateLimiter } from '../rate-limit.ts'
 import type { RateLimitState, RequestState } from '../request-state.ts'
 
+/** The refusal of a request over its key's limit, over HTTP (429) and MQTT alike. */
+export function rateLimited(limit: number, windowSeconds: number, resetSeconds: number): ApiError {
+  return new ApiError('rate_limited', `This key may make ${limit} requests every ${windowSeconds} s; try again in ${resetSeconds} s.`, { headers: { 'retry-after': String(resetSeconds) } })
+}
+
 /** The rate-limit header values fixed by a key's limit (the window is the pipeline's), made once per limit. */
 interface FixedTexts { policy: string; limit: string }
 
@@ -33,7 +38,7 @@ export function rateLimitCheck(config: Config, rateLimiter: RateLimiter) {
     state.headers['x-ratelimit-remaining'] = String(rl.remaining)
     state.headers['x-ratelimit-reset'] = String(rl.resetAt)
     if (count > limit) {
-      throw new ApiError('rate_limited', `This key may make ${limit} requests every ${windowSeconds} s; try again in ${resetSeconds} s.`, { headers: { 'retry-after': String(resetSeconds) } })
+      throw rateLimited(limit, windowSeconds, resetSeconds)
     }
   }
 
