@@ -14,9 +14,55 @@ export interface Database {
   query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>
   /** Runs the committed migrations (idempotent). */
   migrate(): Promise<void>
+  /**
+   * A pool of its own for readings queries (ingest/stores/sql.ts), so a slow query never holds a connection the
+   * records API or ingest needs; every statement runs under the caller's signal.
+   */
+  openReader(options: ReaderOptions): Reader
   /** A cheap round trip for readiness checks. */
   ping(): Promise<void>
   close(): Promise<void>
+}
+
+export interface ReaderOptions {
+  connections: number
+  /** The server's own backstop: a statement running longer is cancelled by Postgres even if our cancel is lost. */
+  statementTimeoutMs: number
+}
+
+export interface Reader {
+  /** Runs a read; aborting `signal` cancels it in the server (CancelRequest), or drops it if it has not started. */
+  query<Row = Record<string, unknown>>(text: string, params: unknown[], signal: AbortSignal): Promise<Row[]>
+  close(): Promise<void>
+}
+
+/** A read stopped by its signal: `started` says whether it had reached a connection (ran, then was cancelled). */
+export class ReadCancelled extends Error {
+  constructor(readonly started: boolean, readonly reason: unknown) {
+    super(started ? 'the query was cancelled in the server' : 'the query was dropped before it reached a connection')
+  }
+}
+
+/**
+ * Ties a postgres.js query to a signal: on abort, postgres.js sends Postgres (or QuestDB) a CancelRequest for a
+ * query that has started, and takes one still queued off its queue. Either way the caller gets ReadCancelled.
+ */
+export async function cancellable<Row>(query: Promise<Row[]> & { state?: unknown; cancel(): unknown }, signal: AbortSignal): Promise<Row[]> {
+  let startedAtAbort = false
+  const onAbort = () => {
+    startedAtAbort = Boolean(query.state)
+    void Promise.resolve(query.cancel()).catch(() => {})
+  }
+  if (signal.aborted) onAbort()
+  else signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    return await query
+  } catch (error) {
+    if (signal.aborted) throw new ReadCancelled(startedAtAbort, signal.reason)
+    throw error
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
 }
 
 const MIGRATIONS_FOLDER = join(import.meta.dir, 'migrations')
@@ -115,6 +161,16 @@ export async function openPostgres(databaseUrl: string): Promise<Database> {
     kind: 'postgres',
     query: async (text, params = []) => (await client.unsafe(text, params as never[])) as never,
     migrate: () => migrate(db, { migrationsFolder: MIGRATIONS_FOLDER }),
+    openReader({ connections, statementTimeoutMs }) {
+      const reader = postgres(databaseUrl, {
+        max: connections, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS, backoff: reconnectBackoffSeconds, idle_timeout: 60,
+        connection: { statement_timeout: statementTimeoutMs, TimeZone: 'UTC' },
+      })
+      return {
+        query: (text, params, signal) => cancellable(reader.unsafe(text, params as never[]) as never, signal),
+        close: () => reader.end({ timeout: 5 }),
+      }
+    },
     ping: async () => { await client`select 1` },
     close: () => { stopDeadlines(); return client.end({ timeout: 5 }) },
   }
@@ -136,6 +192,15 @@ export async function openPglite(dataDir: string): Promise<Database> {
     kind: 'pglite',
     query: async (text, params = []) => (await client.query(text, params)).rows as never,
     migrate: () => migrate(db, { migrationsFolder: MIGRATIONS_FOLDER }),
+    // PGlite runs each statement to its end on this thread: it cannot be cancelled (statement_timeout never fires
+    // there), so the embedded store relies on the planner's bounds alone. A read is dropped only before it starts.
+    openReader: () => ({
+      async query(text, params, signal) {
+        if (signal.aborted) throw new ReadCancelled(false, signal.reason)
+        return (await client.query(text, params)).rows as never
+      },
+      async close() {},
+    }),
     ping: async () => { await client.query('select 1') },
     close: async () => { await client.close(); unlock() },
   }

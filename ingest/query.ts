@@ -9,9 +9,12 @@ import { principalMacro } from '../src/http/request.ts'
 import { pathOf, queryOf } from '../src/http/request-url.ts'
 import { JsonInteger, PageOf } from '../src/http/schemas.ts'
 import { Instant, nullable, oneOf } from '../src/records/fields.ts'
+import { ReadCancelled } from '../db/client.ts'
+import type { ReadingsQueryLimits } from '../src/config.ts'
+import type { SharedStore } from '../src/kv/interface.ts'
+import { bucketPage, INTERVALS, planCost, type ReadingsShape } from './planner.ts'
+import type { SeriesCatalogue } from './series.ts'
 import { AGGREGATES, FILLS, type Aggregate, type BucketRow, type BucketSpec, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
-
-const INTERVALS = { '1m': 60_000, '5m': 300_000, '15m': 900_000, '30m': 1_800_000, '1h': 3_600_000, '6h': 21_600_000, '12h': 43_200_000, '1d': 86_400_000 } as const
 const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
 const JSON_LIMIT = { default: 1000, max: 10_000 }
 const CSV_LIMIT = { default: 100_000, max: 1_000_000 }
@@ -94,7 +97,57 @@ type Row = BucketRow & { value?: number }
 const positionKey = (row: Row): SeriesPosition => [row.ts, row.device_id, row.channel]
 const samePosition = (a: SeriesPosition, b: SeriesPosition) => a[0] === b[0] && a[1] === b[1] && a[2] === b[2]
 
-export function readingsRoutes(deps: { readings: ReadingsStore; cursors: CursorCodec }) {
+export interface ReadingsQueryDeps {
+  readings: ReadingsStore
+  cursors: CursorCodec
+  series: SeriesCatalogue
+  shared: SharedStore
+  config: { readingsQueries: ReadingsQueryLimits }
+}
+
+const SLOT_POLL_MS = 50
+
+/**
+ * Runs one read of the store for a request: under the deadline, cancelled in the store when the deadline passes
+ * or the client goes away; a heavy read holds one of the account's slots (counted in the shared store, so across
+ * processes and nodes) while it runs. Without a free slot the request is refused with 429, or, for the later steps
+ * of a CSV file already being sent, waits for one.
+ */
+async function underDeadline<T>(deps: ReadingsQueryDeps, request: Request, accountId: string, heavy: boolean, waitForSlot: boolean, read: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const limits = deps.config.readingsQueries
+  const seconds = Math.ceil(limits.timeoutMs / 1000)
+  const slots = `readings-queries:${accountId}`
+  let slot: string | null = null
+  if (heavy) {
+    const giveUpAt = Date.now() + limits.timeoutMs
+    while (!(slot = await deps.shared.takeSlot(slots, limits.perAccount, limits.timeoutMs + 1_000))) {
+      if (!waitForSlot || Date.now() >= giveUpAt || request.signal.aborted) {
+        throw new ApiError('too_many_queries', `This account already has ${limits.perAccount} heavy readings queries running (each may take up to ${seconds} s). Retry when one has finished, or ask for fewer rows per query.`, { headers: { 'retry-after': String(seconds) } })
+      }
+      await Bun.sleep(SLOT_POLL_MS)
+    }
+  }
+  const signal = AbortSignal.any([request.signal, AbortSignal.timeout(limits.timeoutMs)])
+  try {
+    return await read(signal)
+  } catch (error) {
+    if (request.signal.aborted) throw error
+    if (error instanceof ReadCancelled && !error.started) {
+      throw new ApiError('service_unavailable', `The readings store did not start this query within ${seconds} s: its connections are all busy, or it is unreachable. Nothing was changed; retry shortly.`, { headers: { 'retry-after': '1' } })
+    }
+    if (error instanceof ReadCancelled || (error as { code?: unknown }).code === QUERY_CANCELED) {
+      throw new ApiError('query_timeout', `This query did not finish within ${seconds} s and was cancelled in the store. Narrow it: a shorter window (from, to), a coarser interval, fewer series (device_id, channel, metric) or a smaller limit.`)
+    }
+    throw error
+  } finally {
+    if (slot) void deps.shared.giveSlot(slots, slot).catch(() => {})
+  }
+}
+
+/** SQLSTATE 57014: the server's own statement timeout (our backstop, should our cancel be lost). */
+const QUERY_CANCELED = '57014'
+
+export function readingsRoutes(deps: ReadingsQueryDeps) {
   return new Elysia({ name: 'readings', prefix: API_PREFIX })
     .use(principalMacro)
     .get('/environment/readings', async ({ principal, request, query, set }) => {
@@ -120,24 +173,28 @@ export function readingsRoutes(deps: { readings: ReadingsStore; cursors: CursorC
       const spec: BucketSpec | undefined = query.interval
         ? { intervalMs: INTERVALS[query.interval], aggregates: (query.agg?.split(',') ?? ['avg']) as Aggregate[], fill: query.fill ?? 'none' }
         : undefined
-      const fetchRows = (count: number, after?: SeriesPosition, skip?: number): Promise<Row[]> =>
-        spec ? store.buckets(filter, spec, count, after, skip) : store.raw(filter, count, after, skip)
+      const rowLimit = limit ?? (csv ? CSV_LIMIT.default : JSON_LIMIT.default)
+      // The cost is known before anything runs in the store: refused here when over the limits (ingest/planner.ts).
+      const shape: ReadingsShape = query.latest ? { kind: 'latest', limit: rowLimit } : query.interval ? { kind: 'buckets', interval: query.interval, fill: query.fill ?? 'none' } : { kind: 'raw', limit: rowLimit }
+      const series = shape.kind === 'raw' ? 0 : await deps.series.count(filter)
+      const { heavy } = planCost(shape, series, from, to, deps.config.readingsQueries)
+      const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false) => underDeadline(deps, request, accountId, heavy, waitForSlot, work)
+      const fetchRows = (count: number, after?: SeriesPosition, skip?: number, waitForSlot = false): Promise<Row[]> =>
+        read<Row[]>(async (signal) => (spec ? (await bucketPage(store, filter, spec, count + (skip ?? 0), after, signal, series)).slice(skip ?? 0) : store.raw(filter, count, after, skip, signal)), waitForSlot)
       const encodePosition = (p: SeriesPosition) => deps.cursors.encode(scope, [...window, ...p])
 
       if (query.latest) {
-        const pageLimit = limit ?? JSON_LIMIT.default
-        const rows = await store.latest(filter, pageLimit + 1, position ? [String(position[2]), String(position[3])] : undefined)
-        return toPage(rows, pageLimit, deps.cursors, scope, (r) => [...window, r.device_id, r.channel], present)
+        const rows = await read((signal) => store.latest(filter, rowLimit + 1, position ? [String(position[2]), String(position[3])] : undefined, signal))
+        return toPage(rows, rowLimit, deps.cursors, scope, (r) => [...window, r.device_id, r.channel], present)
       }
       const after = position ? [Number(position[2]), String(position[3]), String(position[4])] as SeriesPosition : undefined
       if (!csv) {
-        const pageLimit = limit ?? JSON_LIMIT.default
-        return toPage(await fetchRows(pageLimit + 1, after), pageLimit, deps.cursors, scope, (r) => [...window, ...positionKey(r)], present)
+        return toPage(await fetchRows(rowLimit + 1, after), rowLimit, deps.cursors, scope, (r) => [...window, ...positionKey(r)], present)
       }
 
       // CSV: the next file's cursor goes in the headers, sent before the body, so the row this file ends at is
       // found first (the store skips to it); the file then streams up to that row, a step at a time.
-      const fileLimit = limit ?? CSV_LIMIT.default
+      const fileLimit = rowLimit
       const edge = await fetchRows(2, after, fileLimit - 1)
       const last = edge.length === 2 ? positionKey(edge[0]!) : undefined
       const headers: Record<string, string> = {
@@ -163,7 +220,7 @@ export function readingsRoutes(deps: { readings: ReadingsStore; cursors: CursorC
           try {
             let text = headerSent ? '' : csvLine(columns)
             headerSent = true
-            const rows = await fetchRows(CSV_STEP_ROWS, resumeAfter)
+            const rows = await fetchRows(CSV_STEP_ROWS, resumeAfter, 0, true)
             let finished = rows.length < CSV_STEP_ROWS
             for (const row of rows) {
               text += csvLine(columns.map((c) => (c === 'ts' ? new Date(row.ts).toISOString() : row[c as keyof Row])))

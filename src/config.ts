@@ -66,8 +66,27 @@ export interface Config {
    * batch is acknowledged once the log has stored it, and writers drain the log into the readings store.
    */
   readonly ingestLog: IngestLogConfig | undefined
+  /** Bounds on `GET /environment/readings` (ingest/planner.ts, ingest/query.ts): see `ReadingsQueryLimits`. */
+  readonly readingsQueries: ReadingsQueryLimits
   /** The MQTT listener for devices (ingest/mqtt/), off when undefined: a machine with its own broker on 1883 still starts. */
   readonly mqtt: MqttConfig | undefined
+}
+
+/**
+ * What one readings query may cost, decided before it runs, and what it may hold while it runs. Defaults are
+ * sized for a 2-core node (README, "Readings queries that cannot hurt anyone").
+ */
+export interface ReadingsQueryLimits {
+  /** The most rows a query may give, counted from the request (series in scope × buckets in the window). */
+  readonly maxBuckets: number
+  /** A query bounded above this many rows is heavy: it takes one of the account's slots while it runs. */
+  readonly heavyRows: number
+  /** Heavy queries one account may have running at once, across every process sharing the store. */
+  readonly perAccount: number
+  /** Each store query is cancelled in the store after this long, and answered 422 query_timeout. */
+  readonly timeoutMs: number
+  /** Connections of the readings queries' own pool (Postgres and QuestDB), apart from ingest's and the records'. */
+  readonly connections: number
 }
 
 export interface MqttConfig {
@@ -231,6 +250,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ingestWriteTimeoutMs: int(env, 'INGEST_WRITE_TIMEOUT_MS', 10_000, 1),
     ingestLog: ingestLog(env),
     mqtt: mqtt(env),
+    readingsQueries: {
+      maxBuckets: int(env, 'READINGS_MAX_BUCKETS', 1_000_000, 1),
+      heavyRows: int(env, 'READINGS_HEAVY_ROWS', 20_000, 1),
+      perAccount: int(env, 'READINGS_QUERIES_PER_ACCOUNT', 2, 1),
+      timeoutMs: int(env, 'READINGS_QUERY_TIMEOUT_MS', 5_000, 100),
+      connections: int(env, 'READINGS_QUERY_CONNECTIONS', 4, 1),
+    },
     ...overrides,
   }
   return Object.freeze(config)

@@ -19,6 +19,7 @@ import { createIngest, type Ingest } from '../ingest/index.ts'
 import type { ReadingsStore } from '../ingest/stores/interface.ts'
 import { questdbStore } from '../ingest/stores/questdb.ts'
 import { sqlStore } from '../ingest/stores/sql.ts'
+import { SeriesCatalogue } from '../ingest/series.ts'
 import { AlertEvaluator } from './modules/alerts/evaluator.ts'
 
 /**
@@ -42,6 +43,8 @@ export interface Core {
 export interface Features {
   readonly rateLimiter: RateLimiter
   readonly readings: ReadingsStore
+  /** Every series readings were stored under (the readings planner bounds a query's cost from it). */
+  readonly series: SeriesCatalogue
   readonly ingest: Ingest
   /** Checks written readings against alert rules; notices silent sensors. */
   readonly alerts: AlertEvaluator
@@ -98,13 +101,15 @@ export async function openCore(config: Config, options: Pick<DepsOptions, 'migra
 async function startFeatures(core: Core, options: Pick<DepsOptions, 'readings' | 'clock'> = {}): Promise<Deps> {
   const { config, database, shared, log, metrics } = core
   const rateLimiter = new RateLimiter(shared)
-  const readings = options.readings ? options.readings(database) : config.questdbIlp ? await questdbStore(config) : sqlStore(database)
+  const catalogue = new SeriesCatalogue(database)
+  const reader = { connections: config.readingsQueries.connections, statementTimeoutMs: config.readingsQueries.timeoutMs + 1_000 }
+  const readings = options.readings ? options.readings(database) : config.questdbIlp ? await questdbStore(config, catalogue) : sqlStore(database, reader, catalogue)
   const dispatcher = new Dispatcher(database, config, log, systemResolver, { onAttempt: (outcome) => metrics.webhookAttempts.inc([outcome]) })
   const alerts = new AlertEvaluator({ db: database.db, shared, readings, log, now: options.clock })
   await alerts.start()
   const ingest = await createIngest({ config, database, shared, readings, log, metrics, onWritten: (batch) => alerts.observe(batch), clock: options.clock })
   return {
-    ...core, rateLimiter, readings, ingest, alerts, dispatcher,
+    ...core, rateLimiter, readings, series: catalogue, ingest, alerts, dispatcher,
     async close() {
       rateLimiter.stop()
       await dispatcher.stop()

@@ -54,7 +54,7 @@ if (import.meta.main) {
   const { store, close } = await openStore(config)
   const { query, filter, limit } = config
   const page = (after?: SeriesPosition): Promise<BucketRow[]> => query.kind === 'buckets'
-    ? store.buckets(filter, { intervalMs: query.intervalMs, aggregates: query.aggregates, fill: 'none' }, limit + 1, after)
+    ? store.buckets(filter, { intervalMs: query.intervalMs, aggregates: query.aggregates }, limit + 1, after)
     : store.raw(filter, limit + 1, after)
 
   const start = performance.now()

@@ -66,3 +66,19 @@ export const sensorReadings = pgTable('sensor_readings', {
   index('sensor_readings_account_ts_idx').on(t.account_id, t.ts),
   index('sensor_readings_ts_brin').using('brin', t.ts),
 ])
+
+/**
+ * The series catalogue (ingest/series.ts): each (account, device, channel, metric, environment) readings were stored
+ * under, with a small integer id. Bounds a readings query's cost before it runs; rollups are kept per series.
+ */
+export const readingSeries = pgTable('reading_series', {
+  id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+  account_id: text('account_id').notNull(),
+  device_id: text('device_id').notNull(),
+  channel: text('channel').notNull(),
+  metric: text('metric'),
+  environment_id: text('environment_id'),
+}, (t) => [
+  unique('reading_series_key').on(t.account_id, t.device_id, t.channel, t.metric, t.environment_id).nullsNotDistinct(),
+  index('reading_series_account_environment_idx').on(t.account_id, t.environment_id),
+])

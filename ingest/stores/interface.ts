@@ -46,6 +46,12 @@ export interface BucketSpec {
   fill: Fill
 }
 
+/** What a store aggregates: the buckets holding readings (fills are the planner's, ingest/planner.ts). */
+export type AggregationSpec = Pick<BucketSpec, 'intervalMs' | 'aggregates'>
+
+/** The signal of a read nobody will abort. */
+export const NO_DEADLINE: AbortSignal = new AbortController().signal
+
 /** Keyset positions: raw rows and buckets by (ts, device, channel); latest by (device, channel). */
 export type SeriesPosition = [ts: number, deviceId: string, channel: string]
 export type LatestPosition = [deviceId: string, channel: string]
@@ -57,29 +63,16 @@ export interface ReadingsStore {
   readonly kind: 'questdb' | 'sql'
   /** Resolves once every reading is durably stored; a reading already stored (same device, channel, ts) is skipped. */
   write(readings: readonly Reading[]): Promise<void>
-  /** `skip` passes over that many rows first (a CSV file finds where the next file starts without reading up to it). */
-  raw(filter: ReadingsFilter, limit: number, after?: SeriesPosition, skip?: number): Promise<RawRow[]>
-  /** One row per (bucket, device, channel), buckets aligned to UTC (intervals divide a day). */
-  buckets(filter: ReadingsFilter, spec: BucketSpec, limit: number, after?: SeriesPosition, skip?: number): Promise<BucketRow[]>
+  /**
+   * Reads run under `signal` (default: none): when it aborts, the statement is cancelled in the store and the read
+   * rejects with ReadCancelled (db/client.ts).
+   * `skip` passes over that many rows first (a CSV file finds where the next file starts without reading up to it).
+   */
+  raw(filter: ReadingsFilter, limit: number, after?: SeriesPosition, skip?: number, signal?: AbortSignal): Promise<RawRow[]>
+  /** One row per (bucket, device, channel) holding readings in the filter, buckets aligned to UTC (intervals divide a day). */
+  buckets(filter: ReadingsFilter, spec: AggregationSpec, limit: number, after?: SeriesPosition, skip?: number, signal?: AbortSignal): Promise<BucketRow[]>
   /** The newest reading of each (device, channel) within the filter, ordered by device then channel. */
-  latest(filter: ReadingsFilter, limit: number, after?: LatestPosition): Promise<RawRow[]>
+  latest(filter: ReadingsFilter, limit: number, after?: LatestPosition, signal?: AbortSignal): Promise<RawRow[]>
   ping(): Promise<void>
   close(): Promise<void>
 }
-
-/**
- * A later page of buckets needs no reading from before the bucket it resumes at: narrowing the window there
- * keeps each page from aggregating every earlier bucket again (30 days of minute data took 0.5 s a page).
- */
-export const pastPage = (filter: ReadingsFilter, after?: SeriesPosition): ReadingsFilter =>
-  after ? { ...filter, from: Math.max(filter.from, after[0]) } : filter
-
-/**
- * With a fill, every page must see the whole window: which series exist and a previous bucket's values can lie
- * before the page (so a filled later page costs as much as the first).
- */
-export const bucketWindow = (filter: ReadingsFilter, spec: BucketSpec, after?: SeriesPosition): ReadingsFilter =>
-  spec.fill === 'none' ? pastPage(filter, after) : filter
-
-/** The first bucket of a window starts at or before `from`, aligned to UTC like every bucket. */
-export const firstBucket = (filter: ReadingsFilter, intervalMs: number) => Math.floor(filter.from / intervalMs) * intervalMs

@@ -7,8 +7,10 @@
 // moment later.
 import postgres from 'postgres'
 import type { Config } from '../../src/config.ts'
+import { cancellable } from '../../db/client.ts'
+import type { SeriesCatalogue } from '../series.ts'
 import { ilpTarget, postIlp, seriesPrefix, rowText } from './ilp.ts'
-import { bucketWindow, pastPage, firstBucket, type Aggregate, type BucketSpec, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
+import { NO_DEADLINE, type Aggregate, type AggregationSpec, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
 const UNITS: [number, string][] = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm']]
 /** 3 600 000 ms → "1h": SAMPLE BY takes a count and a unit. */
@@ -94,65 +96,62 @@ export function ilpReadingsWriter(configuration: string, table: string): (readin
   }
 }
 
-/**
- * SAMPLE BY over the filter. A fill covers the whole window: FILL only spans the rows sampled, and SAMPLE BY …
- * FROM/TO (8.1 on) is refused for keyed queries before 9.x, so two boundary rows without a series are sandwiched
- * around the readings (QuestDB's own recipe, which 7.4 and 9.x both run); their group is dropped by the caller
- * (`device_id is not null`). Metric and environment fill with PREV in both modes (FILL(NULL) refuses symbols),
- * count with 0.
- */
-function sampled(table: string, filter: ReadingsFilter, spec: BucketSpec, after?: SeriesPosition): string {
+/** SAMPLE BY over the filter: the buckets holding readings (fills are the planner's). */
+function sampled(table: string, filter: ReadingsFilter, spec: AggregationSpec): string {
   const selected = spec.aggregates.map((a) => `${AGGREGATE_SQL[a]} "${a}"`).join(', ')
-  const window = bucketWindow(filter, spec, after)
-  const head = `select ts, device_id, channel, last(metric) metric, last(environment_id) environment_id, ${selected}`
-  const every = `sample by ${sampleUnit(spec.intervalMs)}`
-  if (spec.fill === 'none') return `${head} from ${table} where ${where(window)} ${every} align to calendar`
-  const boundary = (ms: number) => `(select cast(${instant(ms)} as timestamp) ts, cast(null as symbol) device_id, cast(null as symbol) channel,
-    cast(null as symbol) metric, cast(null as symbol) environment_id, cast(null as double) value from long_sequence(1))`
-  const rows = `(${boundary(firstBucket(window, spec.intervalMs))}
-    union all (select ts, device_id, channel, metric, environment_id, value from ${table} where ${where(window)})
-    union all ${boundary(window.to - 1)}) timestamp(ts)`
-  const fills = ['prev', 'prev', ...spec.aggregates.map((a) => (a === 'count' ? '0' : spec.fill === 'previous' ? 'prev' : 'null'))]
-  return `${head} from ${rows} ${every} fill(${fills.join(', ')}) align to calendar`
+  return `select ts, device_id, channel, last(metric) metric, last(environment_id) environment_id, ${selected}
+    from ${table} where ${where(filter)} sample by ${sampleUnit(spec.intervalMs)} align to calendar`
 }
 
-export async function questdbStore(config: Config): Promise<ReadingsStore> {
+/**
+ * `catalogue` (in the records database) registers each series before its first reading is written: the server
+ * always gives one; a tool or test that only writes and reads QuestDB may leave it out.
+ */
+export async function questdbStore(config: Config, catalogue?: SeriesCatalogue): Promise<ReadingsStore> {
   if (!config.questdbPgUrl) throw new Error('QUESTDB_PG_URL is needed with QUESTDB_ILP: queries go over PG wire')
   const table = config.questdbTable
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error('QUESTDB_TABLE must be a plain identifier')
-  const write = ilpReadingsWriter(config.questdbIlp!, table)
-  const sql = postgres(config.questdbPgUrl, { max: 4, prepare: false, onnotice: () => {}, idle_timeout: 30 })
+  const writeIlp = ilpReadingsWriter(config.questdbIlp!, table)
+  // Queries have this pool to themselves (ingest goes over ILP/HTTP).
+  const sql = postgres(config.questdbPgUrl, { max: config.readingsQueries.connections, prepare: false, onnotice: () => {}, idle_timeout: 30 })
   await sql.unsafe(`create table if not exists ${table} (
     ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol, value double
   ) timestamp(ts) partition by day wal dedup upsert keys(ts, device_id, channel)`)
 
-  const query = (text: string) => sql.unsafe<Row[]>(text)
+  await catalogue?.backfillOnce(`reading_series_backfilled:questdb:${table}`, async () => {
+    const rows = await sql.unsafe<Row[]>(`select distinct account_id, device_id, channel, metric, environment_id from ${table}`)
+    return rows.map((r) => ({ accountId: String(r.account_id), deviceId: String(r.device_id), channel: String(r.channel), metric: nullable(r.metric), environmentId: nullable(r.environment_id), ts: 0, value: 0 }))
+  })
+  const query = (text: string, signal: AbortSignal = NO_DEADLINE) => cancellable<Row>(sql.unsafe<Row[]>(text) as never, signal)
   const columns = `cast(ts as long) ts_us, device_id, channel, metric, environment_id`
 
   return {
     kind: 'questdb',
-    write,
-    async raw(filter, limit, after?: SeriesPosition, skip = 0) {
+    async write(readings) {
+      if (!readings.length) return
+      await catalogue?.idsOf(readings)
+      await writeIlp(readings)
+    },
+    async raw(filter, limit, after?: SeriesPosition, skip = 0, signal = NO_DEADLINE) {
       const rows = await query(`select ${columns}, value from ${table} where ${where(filter)}${after ? ` and ${afterSeries('ts', after)}` : ''}
-        order by ts, device_id, channel limit ${skip}, ${skip + limit}`)
+        order by ts, device_id, channel limit ${skip}, ${skip + limit}`, signal)
       return rows.map(rawRow)
     },
-    async buckets(filter, spec, limit, after?: SeriesPosition, skip = 0) {
+    async buckets(filter, spec, limit, after?: SeriesPosition, skip = 0, signal = NO_DEADLINE) {
       const names = spec.aggregates.map((a) => `"${a}"`).join(', ')
-      const conditions = [...(spec.fill === 'none' ? [] : ['device_id is not null']), ...(after ? [afterSeries('ts', after)] : [])]
-      const rows = await query(`select ${columns}, ${names} from (${sampled(table, filter, spec, after)})${conditions.length ? ` where ${conditions.join(' and ')}` : ''}
-        order by ts, device_id, channel limit ${skip}, ${skip + limit}`)
+      const rows = await query(`select ${columns}, ${names} from (${sampled(table, filter, spec)})${after ? ` where ${afterSeries('ts', after)}` : ''}
+        order by ts, device_id, channel limit ${skip}, ${skip + limit}`, signal)
       return rows.map((r) => {
         const row: BucketRow = { ts: micros(r.ts_us), device_id: String(r.device_id), channel: String(r.channel), metric: nullable(r.metric), environment_id: nullable(r.environment_id) }
         for (const a of spec.aggregates) row[a] = r[a] === null ? undefined : Number(r[a])
         return row
       })
     },
-    async latest(filter, limit, after?: LatestPosition) {
+    async latest(filter, limit, after?: LatestPosition, signal = NO_DEADLINE) {
       const rows = await query(`select * from (
           select ${columns}, value from ${table} where ${where(filter)} latest on ts partition by device_id, channel
         )${after ? ` where (${text('device_id')} > ${literal(after[0])} or (${text('device_id')} = ${literal(after[0])} and ${text('channel')} > ${literal(after[1])}))` : ''}
-        order by device_id, channel limit ${limit}`)
+        order by device_id, channel limit ${limit}`, signal)
       return rows.map(rawRow)
     },
     async ping() {

@@ -1,7 +1,8 @@
 // Readings in the records database (Postgres, or PGlite embedded): one multi-row insert per batch through
 // unnest() of column arrays. A retried batch must add nothing: readings are unique on (device, channel, ts).
-import type { Database } from '../../db/client.ts'
-import { bucketWindow, firstBucket, type Aggregate, type BucketRow, type BucketSpec, type LatestPosition, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
+import type { Database, ReaderOptions } from '../../db/client.ts'
+import { SeriesCatalogue, seriesWhere } from '../series.ts'
+import { NO_DEADLINE, type Aggregate, type AggregationSpec, type BucketRow, type LatestPosition, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
 // Timestamps travel as epoch milliseconds (exact in a float8) rather than timestamptz[]: cheaper to build, and
 // drizzle's postgres.js set-up passes timestamptz values through unserialised, which breaks arrays of them.
@@ -38,43 +39,34 @@ const iso = (ms: number) => new Date(ms).toISOString()
 const toMs = (value: unknown) => (value instanceof Date ? value.getTime() : new Date(String(value)).getTime())
 const num = (value: unknown) => (value === null || value === undefined ? undefined : Number(value))
 
+/**
+ * Device ids and channels order and compare bytewise (COLLATE "C") whatever the database's collation: the planner
+ * merges rows in JavaScript's order, and QuestDB compares them the same way.
+ */
+const byte = (column: string) => `${column} collate "C"`
+
 /** The buckets that hold readings: (bucket, device_id, channel, metric, environment_id, …aggregates). */
-function bucketsSql(filter: ReadingsFilter, spec: BucketSpec, params: unknown[], after?: SeriesPosition): string {
+function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, params: unknown[]): string {
   const bucket = `date_bin(($${params.push(`${spec.intervalMs} milliseconds`)})::interval, ts, timestamptz '1970-01-01 00:00:00+00')`
   const selected = spec.aggregates.map((a) => `${AGGREGATE_SQL[a]} as "${a}"`).join(', ')
   return `select ${bucket} as bucket, device_id, channel,
     (array_agg(metric order by ts desc))[1] as metric, (array_agg(environment_id order by ts desc))[1] as environment_id, ${selected}
-    from sensor_readings where ${where(bucketWindow(filter, spec, after), params)} group by 1, 2, 3`
+    from sensor_readings where ${where(filter, params)} group by 1, 2, 3`
 }
+
+const DEFAULT_READER: ReaderOptions = { connections: 4, statementTimeoutMs: 30_000 }
 
 /**
- * Every bucket of the window for every series with a reading in it (generate_series × the series, joined to the
- * buckets that hold readings). For `previous`, `run` counts a series' non-empty buckets so far: an empty bucket
- * shares its run with the latest non-empty one, whose values first_value() carries forward.
+ * Reads go through a pool of their own (`reader`), writes through the records database's; `catalogue` registers
+ * each series before its first reading is written.
  */
-function filledBucketsSql(filter: ReadingsFilter, spec: BucketSpec, params: unknown[]): string {
-  const held = bucketsSql(filter, spec, params)
-  const grid = `generate_series($${params.push(iso(firstBucket(filter, spec.intervalMs)))}::timestamptz, $${params.push(iso(filter.to - 1))}::timestamptz, ($${params.push(`${spec.intervalMs} milliseconds`)})::interval)`
-  const carried = (column: string) => `first_value(${column}) over run`
-  const aggregate = (a: Aggregate) => (a === 'count' ? `coalesce("count", 0)` : spec.fill === 'previous' ? carried(`"${a}"`) : `"${a}"`)
-  return `with held as (${held}),
-    series as (select distinct device_id, channel from held),
-    joined as (
-      select g.bucket, s.device_id, s.channel, h.metric, h.environment_id, ${spec.aggregates.map((a) => `h."${a}"`).join(', ')},
-        count(h.bucket) over (partition by s.device_id, s.channel order by g.bucket) as run_no
-      from ${grid} as g(bucket) cross join series s
-      left join held h on h.bucket = g.bucket and h.device_id = s.device_id and h.channel = s.channel
-    )
-    select bucket, device_id, channel, ${carried('metric')} as metric, ${carried('environment_id')} as environment_id,
-      ${spec.aggregates.map((a) => `${aggregate(a)} as "${a}"`).join(', ')}
-    from joined window run as (partition by device_id, channel, run_no order by bucket)`
-}
-
-export function sqlStore(database: Database): ReadingsStore {
+export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_READER, catalogue = new SeriesCatalogue(database)): ReadingsStore {
+  const reads = database.openReader(reader)
   return {
     kind: 'sql',
     async write(readings) {
       if (!readings.length) return
+      await catalogue.idsOf(readings)
       const n = readings.length
       const cols = { account: new Array<string>(n), device: new Array<string>(n), channel: new Array<string>(n), ts: new Array<number>(n), value: new Array<number>(n), metric: new Array<string | null>(n), env: new Array<string | null>(n) }
       for (let i = 0; i < n; i++) {
@@ -90,36 +82,41 @@ export function sqlStore(database: Database): ReadingsStore {
         await database.query(INSERT_SKIPPING_STORED, params)
       }
     },
-    async raw(filter, limit, after?: SeriesPosition, skip = 0) {
+    async raw(filter, limit, after?: SeriesPosition, skip = 0, signal = NO_DEADLINE) {
       const params: unknown[] = []
       let text = `select ts, device_id, channel, metric, environment_id, value from sensor_readings where ${where(filter, params)}`
-      if (after) text += ` and (ts, device_id, channel) > ($${params.push(iso(after[0]))}::timestamptz, $${params.push(after[1])}, $${params.push(after[2])})`
-      text += ` order by ts, device_id, channel limit $${params.push(limit)} offset $${params.push(skip)}`
-      const rows = await database.query<Record<string, unknown>>(text, params)
+      if (after) text += ` and (ts, ${byte('device_id')}, ${byte('channel')}) > ($${params.push(iso(after[0]))}::timestamptz, $${params.push(after[1])}, $${params.push(after[2])})`
+      text += ` order by ts, ${byte('device_id')}, ${byte('channel')} limit $${params.push(limit)} offset $${params.push(skip)}`
+      const rows = await reads.query<Record<string, unknown>>(text, params, signal)
       return rows.map((r) => ({ ts: toMs(r.ts), device_id: String(r.device_id), channel: String(r.channel), metric: (r.metric as string | null) ?? null, environment_id: (r.environment_id as string | null) ?? null, value: Number(r.value) }))
     },
-    async buckets(filter, spec, limit, after?: SeriesPosition, skip = 0) {
+    async buckets(filter, spec, limit, after?: SeriesPosition, skip = 0, signal = NO_DEADLINE) {
       const params: unknown[] = []
-      let text = `select * from (${spec.fill === 'none' ? bucketsSql(filter, spec, params, after) : filledBucketsSql(filter, spec, params)}) b`
-      if (after) text += ` where (bucket, device_id, channel) > ($${params.push(iso(after[0]))}::timestamptz, $${params.push(after[1])}, $${params.push(after[2])})`
-      text += ` order by bucket, device_id, channel limit $${params.push(limit)} offset $${params.push(skip)}`
-      const rows = await database.query<Record<string, unknown>>(text, params)
+      let text = `select * from (${bucketsSql(filter, spec, params)}) b`
+      if (after) text += ` where (bucket, ${byte('device_id')}, ${byte('channel')}) > ($${params.push(iso(after[0]))}::timestamptz, $${params.push(after[1])}, $${params.push(after[2])})`
+      text += ` order by bucket, ${byte('device_id')}, ${byte('channel')} limit $${params.push(limit)} offset $${params.push(skip)}`
+      const rows = await reads.query<Record<string, unknown>>(text, params, signal)
       return rows.map((r) => {
         const row: BucketRow = { ts: toMs(r.bucket), device_id: String(r.device_id), channel: String(r.channel), metric: (r.metric as string | null) ?? null, environment_id: (r.environment_id as string | null) ?? null }
         for (const a of spec.aggregates) row[a] = num(r[a])
         return row
       })
     },
-    async latest(filter, limit, after?: LatestPosition) {
+    async latest(filter, limit, after?: LatestPosition, signal = NO_DEADLINE) {
+      // One backward probe of the (device, channel, ts) index per series the catalogue knows for the filter,
+      // rather than a scan of every reading in the window.
       const params: unknown[] = []
-      let text = `select distinct on (device_id, channel) ts, device_id, channel, metric, environment_id, value
-        from sensor_readings where ${where(filter, params)}`
-      if (after) text += ` and (device_id, channel) > ($${params.push(after[0])}, $${params.push(after[1])})`
-      text += ` order by device_id, channel, ts desc limit $${params.push(limit)}`
-      const rows = await database.query<Record<string, unknown>>(text, params)
+      const series = `select distinct device_id, channel from reading_series where ${seriesWhere(filter, params)}`
+      let text = `select r.ts, s.device_id, s.channel, r.metric, r.environment_id, r.value from (${series}) s
+        cross join lateral (select ts, metric, environment_id, value from sensor_readings
+          where device_id = s.device_id and channel = s.channel and ${where(filter, params)} order by ts desc limit 1) r`
+      if (after) text += ` where (${byte('s.device_id')}, ${byte('s.channel')}) > ($${params.push(after[0])}, $${params.push(after[1])})`
+      text += ` order by ${byte('s.device_id')}, ${byte('s.channel')} limit $${params.push(limit)}`
+      const rows = await reads.query<Record<string, unknown>>(text, params, signal)
       return rows.map((r) => ({ ts: toMs(r.ts), device_id: String(r.device_id), channel: String(r.channel), metric: (r.metric as string | null) ?? null, environment_id: (r.environment_id as string | null) ?? null, value: Number(r.value) }))
     },
     ping: () => database.ping(),
-    async close() { /* the records database is closed by its owner */ },
+    // The records database is closed by its owner; the readers' pool is ours.
+    close: () => reads.close(),
   }
 }

@@ -243,7 +243,7 @@ export function consoleModule(deps: Deps) {
       if (!row) return respond(c, { title: 'No such device', nav: nav(viewer, 'devices'), body: errorBody('This account has no such device.') }, 404)
       const now = Date.now()
       // Quarter-hour averages of the last day: at most 96 points per channel, however often the device reports.
-      const buckets = await deps.readings.buckets({ accountId: viewer.session.accountId, deviceId: row.id, from: now - 24 * 3600 * 1000, to: now + 5 * 60 * 1000 }, { intervalMs: 15 * 60 * 1000, aggregates: ['avg'], fill: 'none' }, 2000)
+      const buckets = await deps.readings.buckets({ accountId: viewer.session.accountId, deviceId: row.id, from: now - 24 * 3600 * 1000, to: now + 5 * 60 * 1000 }, { intervalMs: 15 * 60 * 1000, aggregates: ['avg'] }, 2000)
       const points = buckets.map((b) => ({ ts: b.ts, channel: b.channel, metric: b.metric, value: b.avg! }))
       const places = new Map((await environmentsOf(viewer.session.accountId)).map((e) => [e.id, e.name]))
       // A sighting this process has not written back yet (once a second) is newer than the row's: right after a

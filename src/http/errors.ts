@@ -17,7 +17,10 @@ export const ERRORS = {
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   validation_failed: { status: 422, title: 'Validation failed' },
   idempotency_key_mismatch: { status: 422, title: 'Idempotency key mismatch' },
+  query_too_expensive: { status: 422, title: 'Query too expensive' },
+  query_timeout: { status: 422, title: 'Query timed out' },
   rate_limited: { status: 429, title: 'Rate limited' },
+  too_many_queries: { status: 429, title: 'Too many queries' },
   internal_error: { status: 500, title: 'Internal error' },
   service_unavailable: { status: 503, title: 'Service unavailable' },
 } as const satisfies Record<string, { status: number; title: string }>
@@ -57,8 +60,11 @@ export const ERROR_HELP: Record<ErrorCode, string> = {
   unsupported_media_type: 'The body was sent with a Content-Type this operation does not accept; the `Accept` header lists the ones it does.',
   validation_failed: 'The body does not match the operation\'s schema, or refers to records that do not exist. Each entry of `errors` points at the field (e.g. `/body/name`) and says what it must be. Nothing was changed.',
   idempotency_key_mismatch: 'This Idempotency-Key was used before with a different request body. Use a new key for a different request.',
+  query_too_expensive: 'A readings query is bounded before it runs: the series in scope times the buckets in the window may not exceed the limit `max_rows` (raw pages and files by their `limit`). `detail` says how to fit: a coarser `interval`, a shorter window, or fewer series (`device_id`, `channel`, `metric`). Nothing was run.',
+  query_timeout: 'The readings query ran out of its time in the store and was cancelled there. Narrow it (a shorter window, a coarser `interval`, fewer series, a smaller `limit`); retrying it unchanged will most likely take as long again.',
   rate_limited: 'The key made more requests than its plan allows in the current window. Wait for the seconds in `Retry-After`; the RateLimit headers show the quota.',
   internal_error: 'Something failed on our side. Retry later; quote the `request_id` if you report it.',
+  too_many_queries: 'The account already has as many heavy readings queries running as it may (wide windows, fine intervals, large files). Wait for one to finish (`Retry-After`), or ask for less per query.',
   service_unavailable: 'A backing service is unreachable right now and nothing was changed. Retry after the seconds in `Retry-After`.',
 }
 

@@ -58,6 +58,12 @@ export function withFallback(primary: SharedStore, fallback: SharedStore, option
       await fallback.release(key, token)
       if (up) await primary.release(key, token).catch(markDown)
     },
+    takeSlot: (key, limit, ttlMs) => route((s) => s.takeSlot(key, limit, ttlMs)),
+    // Given back to both, as a lock is released in both.
+    async giveSlot(key, token) {
+      await fallback.giveSlot(key, token)
+      if (up) await primary.giveSlot(key, token).catch(markDown)
+    },
     get: (key) => route((s) => s.get(key)),
     set: (key, value, ttlMs) => route((s) => s.set(key, value, ttlMs)),
     // Both stores run this process's handlers before sending, so publishing on the fallback still applies the

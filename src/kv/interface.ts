@@ -15,6 +15,13 @@ export interface SharedStore {
   acquire(key: string, ttlMs: number): Promise<string | null>
   /** Releases a lock, but only if `token` still holds it (an expired lock may have passed to someone else). */
   release(key: string, token: string): Promise<void>
+  /**
+   * Takes one of `limit` slots of a counting semaphore (a slot expires after `ttlMs` unless given back, so a
+   * process that dies holding one cannot keep it); returns its token, or null while all are taken.
+   */
+  takeSlot(key: string, limit: number, ttlMs: number): Promise<string | null>
+  /** Gives a slot back (a token that already expired, or was never taken here, is ignored). */
+  giveSlot(key: string, token: string): Promise<void>
   get(key: string): Promise<string | null>
   set(key: string, value: string, ttlMs: number): Promise<void>
   /**

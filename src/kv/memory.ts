@@ -11,6 +11,7 @@ export function memoryStore(): MemoryStore {
   const windows = new Map<string, { count: number; resetAt: number }>()
   const values = new Map<string, { value: string; expiresAt: number }>()
   const handlers = new Map<string, Set<(message: string) => void>>()
+  const slots = new Map<string, Map<string, number>>()
   let sweepAt = 0
   const live = (key: string, now = Date.now()) => {
     const entry = values.get(key)
@@ -49,6 +50,22 @@ export function memoryStore(): MemoryStore {
     },
     async release(key, token) {
       if (live(key)?.value === token) values.delete(key)
+    },
+    async takeSlot(key, limit, ttlMs) {
+      const now = Date.now()
+      const held = slots.get(key) ?? new Map<string, number>()
+      for (const [token, expiresAt] of held) if (expiresAt <= now) held.delete(token)
+      if (held.size >= limit) return null
+      const token = randomUUID()
+      held.set(token, now + ttlMs)
+      slots.set(key, held)
+      return token
+    },
+    async giveSlot(key, token) {
+      const held = slots.get(key)
+      if (!held) return
+      held.delete(token)
+      if (!held.size) slots.delete(key)
     },
     async get(key) {
       return live(key)?.value ?? null

@@ -17,6 +17,18 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `
 
+// A sorted set of slot tokens scored by their expiry, on Redis's own clock (processes' clocks may disagree):
+// expired slots are dropped before counting, so a crashed holder frees its slot after the TTL.
+const TAKE_SLOT_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`
+
 const ADD_SCRIPT = `
 local total = redis.call('INCRBY', KEYS[1], ARGV[1])
 if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -69,6 +81,13 @@ export async function redisStore(url: string, prefix: string, timeouts: RedisTim
     },
     async release(key, token) {
       await client.eval(RELEASE_SCRIPT, 1, prefix + key, token)
+    },
+    async takeSlot(key, limit, ttlMs) {
+      const token = randomUUID()
+      return (await client.eval(TAKE_SLOT_SCRIPT, 1, prefix + key, limit, ttlMs, token)) === 1 ? token : null
+    },
+    async giveSlot(key, token) {
+      await client.zrem(prefix + key, token)
     },
     get: (key) => client.get(prefix + key),
     async set(key, value, ttlMs) {

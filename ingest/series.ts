@@ -1,0 +1,106 @@
+// The series catalogue (table reading_series, in the records database whichever store holds the readings): each
+// (account, device, channel, metric, environment) readings were stored under, with a small integer id. A series is
+// registered before its first reading is written, so the catalogue never lacks a series the store holds: the
+// count of series a filter matches is an upper bound of the series a query can meet (ingest/planner.ts).
+import type { Database } from '../db/client.ts'
+import type { Reading, ReadingsFilter } from './stores/interface.ts'
+
+/** The filter's series part: which series a query may meet, whatever its window. */
+export type SeriesFilter = Pick<ReadingsFilter, 'accountId' | 'deviceId' | 'channel' | 'metric' | 'environmentId'>
+
+export interface SeriesRow { id: number; device_id: string; channel: string; metric: string | null; environment_id: string | null }
+
+interface Known { accountId: string; metric: string | null; environmentId: string | null; id: number }
+
+/** Series cached per device and channel, past which a cache starts over (bounds memory, as the ILP prefixes do). */
+const MAX_DEVICES = 100_000
+
+export class SeriesCatalogue {
+  /** device → channel → the series last seen there (a channel's mapping rarely changes, so one entry is enough). */
+  private readonly known = new Map<string, Map<string, Known>>()
+
+  constructor(private readonly database: Pick<Database, 'query'>) {}
+
+  /** The series id of each reading, in order; series not seen before are registered in one statement. */
+  async idsOf(readings: readonly Reading[]): Promise<Int32Array> {
+    const ids = new Int32Array(readings.length)
+    let missing: Reading[] | undefined
+    for (let i = 0; i < readings.length; i++) {
+      const id = this.cached(readings[i]!)
+      if (id === undefined) (missing ??= []).push(readings[i]!)
+      else ids[i] = id
+    }
+    if (!missing) return ids
+    await this.register(missing)
+    for (let i = 0; i < readings.length; i++) if (!ids[i]) ids[i] = this.cached(readings[i]!)!
+    return ids
+  }
+
+  /** How many series the filter matches: an upper bound of the series any query with it meets. */
+  async count(filter: SeriesFilter): Promise<number> {
+    const params: unknown[] = []
+    const rows = await this.database.query<{ n: number }>(`select count(*)::int as n from reading_series where ${seriesWhere(filter, params)}`, params)
+    return Number(rows[0]?.n ?? 0)
+  }
+
+  /** The series the filter matches. */
+  async list(filter: SeriesFilter): Promise<SeriesRow[]> {
+    const params: unknown[] = []
+    return this.database.query<SeriesRow>(`select id, device_id, channel, metric, environment_id from reading_series where ${seriesWhere(filter, params)}`, params)
+  }
+
+  /**
+   * Registers the series of readings stored before the catalogue existed (a QuestDB table written by an earlier
+   * version), once per `marker`: `load` lists them, one reading-shaped row per series.
+   */
+  async backfillOnce(marker: string, load: () => Promise<Reading[]>): Promise<void> {
+    const done = await this.database.query(`select 1 from platform_settings where key = $1`, [marker])
+    if (done.length) return
+    const series = await load()
+    for (let i = 0; i < series.length; i += 5_000) await this.idsOf(series.slice(i, i + 5_000))
+    await this.database.query(`insert into platform_settings (key, value) values ($1, $2) on conflict do nothing`, [marker, new Date().toISOString()])
+  }
+
+  private cached(r: Reading): number | undefined {
+    const hit = this.known.get(r.deviceId)?.get(r.channel)
+    return hit && hit.metric === r.metric && hit.environmentId === r.environmentId && hit.accountId === r.accountId ? hit.id : undefined
+  }
+
+  private remember(accountId: string, deviceId: string, channel: string, metric: string | null, environmentId: string | null, id: number) {
+    let channels = this.known.get(deviceId)
+    if (!channels) {
+      if (this.known.size >= MAX_DEVICES) this.known.clear()
+      this.known.set(deviceId, (channels = new Map()))
+    }
+    channels.set(channel, { accountId, metric, environmentId, id })
+  }
+
+  private async register(readings: readonly Reading[]) {
+    const unique = new Map<string, Reading>()
+    for (const r of readings) unique.set(JSON.stringify([r.accountId, r.deviceId, r.channel, r.metric, r.environmentId]), r)
+    const list = [...unique.values()]
+    const columns = [list.map((r) => r.accountId), list.map((r) => r.deviceId), list.map((r) => r.channel), list.map((r) => r.metric), list.map((r) => r.environmentId)]
+    // Inserted where absent, then read back: a series another process registers at the same moment is not
+    // returned by the insert (its row was not visible to this statement), so the ids come from a read after it.
+    await this.database.query(`insert into reading_series (account_id, device_id, channel, metric, environment_id)
+      select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) on conflict do nothing`, columns)
+    const rows = await this.database.query<SeriesRow & { account_id: string }>(`select s.id, s.account_id, s.device_id, s.channel, s.metric, s.environment_id
+      from reading_series s join unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as i(a, d, c, m, e)
+        on s.account_id = i.a and s.device_id = i.d and s.channel = i.c and s.metric is not distinct from i.m and s.environment_id is not distinct from i.e`, columns)
+    for (const r of list) {
+      const id = rows.find((row) => row.device_id === r.deviceId && row.channel === r.channel && (row.metric ?? null) === r.metric && (row.environment_id ?? null) === r.environmentId)?.id
+      if (id === undefined) throw new Error(`series of device ${r.deviceId} channel ${r.channel} was not registered`)
+      this.remember(r.accountId, r.deviceId, r.channel, r.metric, r.environmentId, Number(id))
+    }
+  }
+}
+
+/** The WHERE clause for a series filter, appending its parameters to `params` (numbered in order). */
+export function seriesWhere(filter: SeriesFilter, params: unknown[], alias = ''): string {
+  const clauses = [`${alias}account_id = $${params.push(filter.accountId)}`]
+  if (filter.environmentId !== undefined) clauses.push(`${alias}environment_id = $${params.push(filter.environmentId)}`)
+  if (filter.deviceId !== undefined) clauses.push(`${alias}device_id = $${params.push(filter.deviceId)}`)
+  if (filter.channel !== undefined) clauses.push(`${alias}channel = $${params.push(filter.channel)}`)
+  if (filter.metric !== undefined) clauses.push(`${alias}metric = $${params.push(filter.metric)}`)
+  return clauses.join(' and ')
+}

@@ -1,0 +1,259 @@
+// Readings queries that cannot hurt anyone (issue 28): a query's cost is bounded from the request before it runs
+// and refused over the limit; each store query runs under a deadline and is cancelled in the store when it passes
+// or the client goes away; heavy queries are limited per account across processes; and another account's ingest
+// and small reads keep answering meanwhile.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import postgres from 'postgres'
+import { boundRows, bucketPage, INTERVALS, type IntervalName } from '../../ingest/planner.ts'
+import { SeriesCatalogue } from '../../ingest/series.ts'
+import { sqlStore } from '../../ingest/stores/sql.ts'
+import { NO_DEADLINE, type Fill, type Reading, type ReadingsStore } from '../../ingest/stores/interface.ts'
+import { loadConfig } from '../../src/config.ts'
+import { createTestEnv, problem, REAL_DATABASE_URL, REAL_REDIS_URL, waitFor, type TestEnv } from '../helpers.ts'
+
+type Key = Awaited<ReturnType<TestEnv['account']>>
+const limits = loadConfig({}).readingsQueries
+
+async function device(env: TestEnv, owner: Key, channels = ['t1', 'h1', 'p1', 'c1']) {
+  const res = await env.request('POST', '/api/v1/sensors/devices', { token: owner.token, body: { name: 'Hub', channels: channels.map((key) => ({ key, metric: 'temperature' })) } })
+  return (await res.json()) as { id: string; key: string }
+}
+
+async function post(env: TestEnv, key: string, readings: unknown[]) {
+  return env.request('POST', '/api/v1/sensors/readings', { token: key, body: { readings } })
+}
+
+describe('the cost of a readings query is bounded before it runs', () => {
+  let env: TestEnv
+  let owner: Key
+  beforeAll(async () => {
+    env = await createTestEnv()
+    owner = await env.account({ scopes: ['sensors:write', 'environment:read'] })
+    const hub = await device(env, owner)
+    const now = Date.now()
+    expect((await post(env, hub.key, ['t1', 'h1', 'p1', 'c1'].map((channel, i) => ({ channel, value: i, ts: now - 60_000 })))).status).toBe(202)
+  })
+  afterAll(async () => { await env.close() })
+
+  test('the issue\'s requests (all time or since 2000 at 1m with fill) are refused at once with query_too_expensive, naming the limit and a way to fit', async () => {
+    for (const from of ['1970-01-01T00:00:00Z', '2000-01-01T00:00:00Z']) {
+      const started = performance.now()
+      const res = await env.request('GET', `/api/v1/environment/readings?from=${from}&interval=1m&fill=null&limit=10`, { token: owner.token })
+      const body = await problem(res, 422, 'query_too_expensive')
+      console.log(`refused from=${from} in ${(performance.now() - started).toFixed(1)} ms (server and client on one machine)`)
+      expect(body.max_rows).toBe(limits.maxBuckets)
+      expect(body.series).toBe(4)
+      expect(body.rows).toBe(body.series * body.buckets)
+      expect(body.rows).toBeGreaterThan(limits.maxBuckets)
+      expect(body.detail).toContain(String(limits.maxBuckets))
+      expect(body.detail).toMatch(/interval=\d+[mhd]|a window of at most/)
+      // The suggestion fits: asking for it is answered.
+      const fits = await env.request('GET', `/api/v1/environment/readings?from=${from}&interval=${body.suggested_interval}&fill=null&limit=10`, { token: owner.token })
+      expect(fits.status).toBe(200)
+    }
+  })
+
+  test('CSV is bounded alike, and a window that fits at the same interval is answered', async () => {
+    const res = await env.request('GET', '/api/v1/environment/readings?from=1970-01-01T00:00:00Z&interval=1m&format=csv', { token: owner.token })
+    await problem(res, 422, 'query_too_expensive')
+    const to = new Date().toISOString()
+    const from = new Date(Date.now() - 30 * 86_400_000).toISOString()
+    expect((await env.request('GET', `/api/v1/environment/readings?from=${from}&to=${to}&interval=1m&fill=null&limit=10`, { token: owner.token })).status).toBe(200)
+  })
+
+  test('fewer series in scope fit more buckets: the bound counts the series the filter matches', async () => {
+    // One channel over 1.5 years at 1m is 788,400 buckets (under the limit); four channels are not.
+    const from = new Date(Date.now() - 547 * 86_400_000).toISOString()
+    await problem(await env.request('GET', `/api/v1/environment/readings?from=${from}&interval=1m&limit=10`, { token: owner.token }), 422, 'query_too_expensive')
+    expect((await env.request('GET', `/api/v1/environment/readings?from=${from}&interval=1m&channel=t1&limit=10`, { token: owner.token })).status).toBe(200)
+  })
+})
+
+/** Random readings for a few series, with duplicates and late arrivals, written in random batches. */
+const readingsArbitrary = fc.array(fc.record({
+  device: fc.constantFrom('dev_a', 'dev_b', 'dev_c'),
+  channel: fc.constantFrom('t1', 'h1'),
+  minute: fc.integer({ min: 0, max: 3 * 24 * 60 }),
+  second: fc.integer({ min: 0, max: 59 }),
+  value: fc.double({ min: -100, max: 100, noNaN: true }),
+  metric: fc.constantFrom('temperature', 'humidity', null),
+}), { minLength: 1, maxLength: 300 })
+
+const BASE = Date.UTC(2026, 0, 5)
+
+describe('the bound is never below the rows the store returns (property, SQL store)', () => {
+  let env: TestEnv
+  beforeAll(async () => { env = await createTestEnv() })
+  afterAll(async () => { await env.close() })
+
+  test('for random data, windows, intervals, fills and filters', async () => {
+    let run = 0
+    await fc.assert(fc.asyncProperty(
+      readingsArbitrary,
+      fc.integer({ min: -60, max: 3 * 24 * 60 }), fc.integer({ min: 1, max: 3 * 24 * 60 }),
+      fc.constantFrom(...(Object.keys(INTERVALS) as IntervalName[])), fc.constantFrom<Fill>('none', 'null', 'previous'),
+      fc.constantFrom<'all' | 'device' | 'channel' | 'metric'>('all', 'device', 'channel', 'metric'),
+      async (data, fromMinute, lengthMinutes, interval, fill, narrow) => {
+        const accountId = `acct_prop_${run++}`
+        const store: ReadingsStore = sqlStore(env.deps.database)
+        const catalogue = new SeriesCatalogue(env.deps.database)
+        const readings: Reading[] = data.map((d) => ({ accountId, deviceId: `${accountId}_${d.device}`, channel: d.channel, ts: BASE + d.minute * 60_000 + d.second * 1000, value: d.value, metric: d.metric, environmentId: null }))
+        await store.write(readings)
+        await store.write(readings.slice(0, Math.ceil(readings.length / 3))) // a retried batch
+        const from = BASE + fromMinute * 60_000
+        const to = from + lengthMinutes * 60_000
+        const filter = { accountId, from, to, ...(narrow === 'device' ? { deviceId: `${accountId}_dev_a` } : narrow === 'channel' ? { channel: 't1' } : narrow === 'metric' ? { metric: 'temperature' } : {}) }
+        const series = await catalogue.count(filter)
+        const buckets = await bucketPage(store, filter, { intervalMs: INTERVALS[interval], aggregates: ['avg', 'count'], fill }, 1_000_000, undefined, NO_DEADLINE, series)
+        expect(buckets.length).toBeLessThanOrEqual(boundRows({ kind: 'buckets', interval, fill }, series, from, to))
+        const latest = await store.latest(filter, 1_000)
+        expect(latest.length).toBeLessThanOrEqual(boundRows({ kind: 'latest', limit: 1_000 }, series, from, to))
+        const raw = await store.raw(filter, 50)
+        expect(raw.length).toBeLessThanOrEqual(boundRows({ kind: 'raw', limit: 50 }, series, from, to))
+        await store.close()
+      },
+    ), { numRuns: 40 })
+  })
+})
+
+/** Loads `perSeries` readings a minute apart for each channel of `deviceId` straight into Postgres (fast), registering the series. */
+async function bulkLoad(env: TestEnv, accountId: string, deviceId: string, channels: string[], perSeries: number) {
+  const start = Date.now() - perSeries * 60_000
+  await env.deps.database.query(`insert into reading_series (account_id, device_id, channel, metric) select $1, $2, c, 'temperature' from unnest($3::text[]) c on conflict do nothing`, [accountId, deviceId, channels])
+  await env.deps.database.query(`insert into sensor_readings (account_id, device_id, channel, ts, value, metric)
+    select $1, $2, c, to_timestamp($4::float8 / 1000) + g * interval '1 minute', random() * 40, 'temperature'
+    from unnest($3::text[]) c, generate_series(0, $5::int - 1) g`, [accountId, deviceId, channels, start, perSeries])
+  return start
+}
+
+describe.skipIf(!REAL_DATABASE_URL)('deadlines: a query cancelled at its deadline, or when its client goes away, is gone from Postgres', () => {
+  let env: TestEnv
+  let owner: Key
+  let admin: ReturnType<typeof postgres>
+  let from: string
+  beforeAll(async () => {
+    env = await createTestEnv({ readingsQueries: { ...limits, timeoutMs: 300 } })
+    owner = await env.account({ scopes: ['sensors:write', 'environment:read'] })
+    const hub = await device(env, owner)
+    from = new Date(await bulkLoad(env, owner.accountId, hub.id, ['t1', 'h1', 'p1', 'c1'], 250_000)).toISOString()
+    admin = postgres(REAL_DATABASE_URL!, { max: 1, onnotice: () => {} })
+  }, 120_000)
+  afterAll(async () => { await admin?.end(); await env?.close() })
+
+  const running = async () => (await admin.unsafe(`select count(*)::int as n from pg_stat_activity where query like '%sensor_readings%' and query not like '%pg_stat_activity%' and state = 'active'`))[0]!.n as number
+
+  test('past its deadline the query answers 422 query_timeout (never 503) and stops running in Postgres', async () => {
+    const res = await env.request('GET', `/api/v1/environment/readings?from=${from}&interval=1h&agg=avg,min,max,last&fill=previous`, { token: owner.token })
+    const body = await problem(res, 422, 'query_timeout')
+    expect(body.detail).toContain('Narrow it')
+    expect(res.headers.get('retry-after')).toBeNull()
+    await waitFor(async () => (await running()) === 0, 5_000)
+  })
+
+  test('a client that goes away takes its query with it', async () => {
+    const slow = await createTestEnv({ databaseUrl: env.config.databaseUrl, readingsQueries: { ...limits, timeoutMs: 60_000 } })
+    try {
+      const aborter = new AbortController()
+      const pending = fetch(`${slow.baseUrl}/api/v1/environment/readings?from=${from}&interval=1h&agg=avg,min,max,last&fill=previous`, { headers: { authorization: `Bearer ${owner.token}` }, signal: aborter.signal }).catch(() => 'aborted')
+      await waitFor(async () => (await running()) > 0, 10_000)
+      aborter.abort()
+      expect(await pending).toBe('aborted')
+      await waitFor(async () => (await running()) === 0, 5_000)
+    } finally {
+      await slow.close()
+    }
+  })
+})
+
+/** A readings store whose reads take `delayMs` unless their signal aborts first: the slot is held meanwhile. */
+function slowReads(store: ReadingsStore, delayMs: number): ReadingsStore {
+  const wait = (signal?: AbortSignal) => new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, delayMs)
+    signal?.addEventListener('abort', () => { clearTimeout(timer); resolve() }, { once: true })
+  })
+  return {
+    ...store,
+    raw: async (...args) => { await wait(args[4]); return store.raw(...args) },
+    buckets: async (...args) => { await wait(args[5]); return store.buckets(...args) },
+    latest: async (...args) => { await wait(args[3]); return store.latest(...args) },
+  }
+}
+
+describe('fairness: heavy queries per account, counted across processes; another account is not held up', () => {
+  test(`over ${limits.perAccount} heavy queries at once, the rest get 429 too_many_queries with Retry-After, on either node; another account is served`, async () => {
+    // Two nodes on one database and one shared store (Redis when REDIS_URL is set; one process's store otherwise,
+    // where the second node is the same server).
+    const tight = { readingsQueries: { ...limits, heavyRows: 100, perAccount: 2 } }
+    const first = await createTestEnv(tight, { readings: (database) => slowReads(sqlStore(database), 1_500) })
+    const second = REAL_REDIS_URL
+      ? await createTestEnv({ ...tight, databaseUrl: first.config.databaseUrl, redisPrefix: first.config.redisPrefix }, { readings: (database) => slowReads(sqlStore(database), 1_500) })
+      : first
+    try {
+      const a = await first.account({ scopes: ['sensors:write', 'environment:read'] })
+      const b = await first.account({ scopes: ['sensors:write', 'environment:read'] })
+      for (const owner of [a, b]) {
+        const hub = await device(first, owner)
+        expect((await post(first, hub.key, [{ channel: 't1', value: 1 }])).status).toBe(202)
+      }
+      // 1 series × 1,440 one-minute buckets of a day: heavy at heavyRows 100.
+      const heavy = (env: TestEnv, owner: Key) => env.request('GET', '/api/v1/environment/readings?interval=1m&fill=null&limit=5', { token: owner.token })
+      const answers = await Promise.all([heavy(first, a), heavy(second, a), heavy(first, a), heavy(second, a), heavy(first, b)])
+      const statuses = answers.map((r) => r.status)
+      expect(statuses.slice(0, 4).filter((s) => s === 200).length).toBe(2)
+      expect(statuses.slice(0, 4).filter((s) => s === 429).length).toBe(2)
+      expect(statuses[4]).toBe(200)
+      const refused = answers.find((r) => r.status === 429)!
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+      await problem(refused, 429, 'too_many_queries')
+      // Small reads are not heavy: served while the slots are taken.
+      const blockers = [heavy(first, a), heavy(second, a)]
+      await Bun.sleep(200)
+      expect((await first.request('GET', '/api/v1/environment/readings?limit=5', { token: a.token })).status).toBe(200)
+      expect((await Promise.all(blockers)).map((r) => r.status)).toEqual([200, 200])
+      // Slots are given back: the account may run heavy queries again.
+      expect((await heavy(second, a)).status).toBe(200)
+    } finally {
+      if (second !== first) await second.close()
+      await first.close()
+    }
+  })
+})
+
+describe('ingest never waits behind queries', () => {
+  test('while account A runs its allowance of the widest accepted queries, B\'s ingest and small reads all answer', async () => {
+    const env = await createTestEnv()
+    try {
+      const a = await env.account({ scopes: ['sensors:write', 'environment:read'] })
+      const b = await env.account({ scopes: ['sensors:write', 'environment:read'] })
+      const aHub = await device(env, a)
+      const bHub = await device(env, b, ['t1'])
+      // A: a day of minute readings on 4 channels (5,760 rows), then its allowance of the widest accepted queries:
+      // all of A's series at 1m over as long a window as the limit allows.
+      const base = Date.now() - 86_400_000
+      for (let i = 0; i < 4; i++) {
+        const batch = Array.from({ length: 1440 }, (_, m) => ({ channel: ['t1', 'h1', 'p1', 'c1'][i], value: m % 40, ts: base + m * 60_000 }))
+        expect((await post(env, aHub.key, batch)).status).toBe(202)
+      }
+      const widest = new Date(Date.now() - Math.floor(limits.maxBuckets / 4) * 60_000 + 120_000).toISOString()
+      let stop = false
+      const heavyStatuses: number[] = []
+      const hammer = async () => {
+        while (!stop) heavyStatuses.push((await env.request('GET', `/api/v1/environment/readings?from=${widest}&interval=1m&fill=previous&agg=avg,max&limit=10000`, { token: a.token })).status)
+      }
+      const hammers = Array.from({ length: limits.perAccount }, hammer)
+      const bStatuses: number[] = []
+      for (let i = 0; i < 20; i++) {
+        bStatuses.push((await post(env, bHub.key, [{ channel: 't1', value: i }])).status)
+        bStatuses.push((await env.request('GET', '/api/v1/environment/readings?limit=10', { token: b.token })).status)
+      }
+      stop = true
+      await Promise.all(hammers)
+      expect(heavyStatuses.length).toBeGreaterThan(0)
+      expect(heavyStatuses.every((s) => s === 200 || s === 422)).toBe(true)
+      expect(bStatuses.filter((s) => s !== 202 && s !== 200)).toEqual([])
+    } finally {
+      await env.close()
+    }
+  })
+})
