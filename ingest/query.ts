@@ -135,7 +135,7 @@ async function underDeadline<T>(deps: ReadingsQueryDeps, request: Request, accou
     if (error instanceof ReadCancelled && !error.started) {
       throw new ApiError('service_unavailable', `The readings store did not start this query within ${seconds} s: its connections are all busy, or it is unreachable. Nothing was changed; retry shortly.`, { headers: { 'retry-after': '1' } })
     }
-    if (error instanceof ReadCancelled || (error as { code?: unknown }).code === QUERY_CANCELED) {
+    if (error instanceof ReadCancelled || isStoreTimeout(error)) {
       throw new ApiError('query_timeout', `This query did not finish within ${seconds} s and was cancelled in the store. Narrow it: a shorter window (from, to), a coarser interval, fewer series (device_id, channel, metric) or a smaller limit.`)
     }
     throw error
@@ -144,8 +144,14 @@ async function underDeadline<T>(deps: ReadingsQueryDeps, request: Request, accou
   }
 }
 
-/** SQLSTATE 57014: the server's own statement timeout (our backstop, should our cancel be lost). */
-const QUERY_CANCELED = '57014'
+/**
+ * The store's own statement timeout (our backstop, should our cancel be lost): SQLSTATE 57014 from Postgres;
+ * QuestDB sends SQLSTATE 00000 with "timeout, query aborted" (7.4 and 9.x).
+ */
+const isStoreTimeout = (error: unknown) => {
+  const { code, message } = error as { code?: unknown; message?: unknown }
+  return code === '57014' || (typeof message === 'string' && message.startsWith('timeout, query aborted'))
+}
 
 export function readingsRoutes(deps: ReadingsQueryDeps) {
   return new Elysia({ name: 'readings', prefix: API_PREFIX })

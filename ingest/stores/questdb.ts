@@ -112,8 +112,14 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
   const table = config.questdbTable
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error('QUESTDB_TABLE must be a plain identifier')
   const writeIlp = ilpReadingsWriter(config.questdbIlp!, table)
-  // Queries have this pool to themselves (ingest goes over ILP/HTTP).
-  const sql = postgres(config.questdbPgUrl, { max: config.readingsQueries.connections, prepare: false, onnotice: () => {}, idle_timeout: 30 })
+  // Queries have this pool to themselves (ingest goes over ILP/HTTP). The startup option statement_timeout is
+  // QuestDB's per-connection query timeout on 7.4 and 9.x alike (SET statement_timeout is accepted and ignored):
+  // a backstop should our CancelRequest be lost. Closing the connection is no cancel: after postgres.js's
+  // Terminate message QuestDB runs the query on to its server-wide timeout (60 s), measured on both.
+  const sql = postgres(config.questdbPgUrl, {
+    max: config.readingsQueries.connections, prepare: false, onnotice: () => {}, idle_timeout: 30,
+    connection: { options: `-c statement_timeout=${config.readingsQueries.timeoutMs + 1_000}` },
+  })
   await sql.unsafe(`create table if not exists ${table} (
     ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol, value double
   ) timestamp(ts) partition by day wal dedup upsert keys(ts, device_id, channel)`)
