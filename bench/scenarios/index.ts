@@ -16,6 +16,7 @@ import { latency } from './latency.ts'
 import { mixed } from './mixed.ts'
 import { pingDevices } from './ping-devices.ts'
 import { questdbClient } from './questdb-client.ts'
+import { queryIsolation } from './query-isolation.ts'
 import { readingsQuery } from './readings-query.ts'
 import { webhooks } from './webhooks.ts'
 
@@ -41,6 +42,8 @@ export const SCENARIOS: Record<string, Scenario> = {
   'animals-walk': animalsWalk,
   activities,
   'readings-query': readingsQuery,
+  // Account B's ingest and small reads while account A runs its allowance of the widest accepted queries ÷ A idle.
+  'query-isolation': queryIsolation,
   mixed,
   // Our records path ÷ the same two operations written by hand (Elysia + postgres.js, no drizzle, no pipeline).
   'hand-written': handWritten,
