@@ -38,6 +38,34 @@ export function boundRows(shape: ReadingsShape, series: number, from: number, to
 
 const DAY_MS = 86_400_000
 
+/** Rollup levels, coarsest first: per series, count, sum, min, max, and the first and last value with their times. */
+export const ROLLUP_LEVELS = [{ name: '1d', ms: DAY_MS }, { name: '1h', ms: 3_600_000 }, { name: '1m', ms: 60_000 }] as const
+export type RollupLevel = (typeof ROLLUP_LEVELS)[number]['name']
+
+/** A stretch of a window and where it is read from: a rollup level (whole buckets of it), or the raw readings. */
+export interface Piece { level: RollupLevel | 'raw'; from: number; to: number }
+
+/**
+ * Where each stretch of [from, to) is read from for buckets of `intervalMs`: the coarsest level whose buckets nest in
+ * the requested ones (its width divides the interval) covers the whole buckets of it inside the window; the partial
+ * edges come from the next finer level, and what no level covers whole (under a minute) from raw readings. Every
+ * answer is then exactly the raw one: counts, sums, minima and maxima add up, and `last` is the value at the latest
+ * time. `available` leaves out levels a store cannot use now (QuestDB without materialized views, or behind).
+ */
+export function rollupPieces(from: number, to: number, intervalMs: number, available: readonly RollupLevel[] = ROLLUP_LEVELS.map((l) => l.name)): Piece[] {
+  const usable = ROLLUP_LEVELS.filter((l) => intervalMs % l.ms === 0 && available.includes(l.name))
+  const cover = (from: number, to: number, i: number): Piece[] => {
+    if (from >= to) return []
+    const level = usable[i]
+    if (!level) return [{ level: 'raw', from, to }]
+    const start = Math.ceil(from / level.ms) * level.ms
+    const end = Math.floor(to / level.ms) * level.ms
+    if (start >= end) return cover(from, to, i + 1)
+    return [...cover(from, start, i + 1), { level: level.name, from: start, to: end }, ...cover(end, to, i + 1)]
+  }
+  return cover(from, to, 0)
+}
+
 /** A window length for people: "3 days", "5 hours", "40 minutes". */
 function span(ms: number): string {
   const [unit, size] = ms >= 2 * DAY_MS ? ['day', DAY_MS] : ms >= 2 * 3_600_000 ? ['hour', 3_600_000] : ['minute', 60_000]

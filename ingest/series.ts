@@ -31,8 +31,10 @@ export class SeriesCatalogue {
       else ids[i] = id
     }
     if (!missing) return ids
-    await this.register(missing)
-    for (let i = 0; i < readings.length; i++) if (!ids[i]) ids[i] = this.cached(readings[i]!)!
+    // The cache keeps one series per channel: a batch whose channel changed mapping within it takes its ids from
+    // the registration itself.
+    const registered = await this.register(missing)
+    for (let i = 0; i < readings.length; i++) if (!ids[i]) ids[i] = registered.get(seriesKey(readings[i]!))!
     return ids
   }
 
@@ -75,9 +77,9 @@ export class SeriesCatalogue {
     channels.set(channel, { accountId, metric, environmentId, id })
   }
 
-  private async register(readings: readonly Reading[]) {
+  private async register(readings: readonly Reading[]): Promise<Map<string, number>> {
     const unique = new Map<string, Reading>()
-    for (const r of readings) unique.set(JSON.stringify([r.accountId, r.deviceId, r.channel, r.metric, r.environmentId]), r)
+    for (const r of readings) unique.set(seriesKey(r), r)
     const list = [...unique.values()]
     const columns = [list.map((r) => r.accountId), list.map((r) => r.deviceId), list.map((r) => r.channel), list.map((r) => r.metric), list.map((r) => r.environmentId)]
     // Inserted where absent, then read back: a series another process registers at the same moment is not
@@ -87,13 +89,19 @@ export class SeriesCatalogue {
     const rows = await this.database.query<SeriesRow & { account_id: string }>(`select s.id, s.account_id, s.device_id, s.channel, s.metric, s.environment_id
       from reading_series s join unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as i(a, d, c, m, e)
         on s.account_id = i.a and s.device_id = i.d and s.channel = i.c and s.metric is not distinct from i.m and s.environment_id is not distinct from i.e`, columns)
-    for (const r of list) {
-      const id = rows.find((row) => row.device_id === r.deviceId && row.channel === r.channel && (row.metric ?? null) === r.metric && (row.environment_id ?? null) === r.environmentId)?.id
+    const ids = new Map<string, number>()
+    for (const row of rows) ids.set(seriesKey({ accountId: row.account_id, deviceId: row.device_id, channel: row.channel, metric: row.metric ?? null, environmentId: row.environment_id ?? null }), Number(row.id))
+    for (const [key, r] of unique) {
+      const id = ids.get(key)
       if (id === undefined) throw new Error(`series of device ${r.deviceId} channel ${r.channel} was not registered`)
-      this.remember(r.accountId, r.deviceId, r.channel, r.metric, r.environmentId, Number(id))
+      // Remembered under the reading's own strings: the hot path compares them by identity first.
+      this.remember(r.accountId, r.deviceId, r.channel, r.metric, r.environmentId, id)
     }
+    return ids
   }
 }
+
+const seriesKey = (r: Pick<Reading, 'accountId' | 'deviceId' | 'channel' | 'metric' | 'environmentId'>) => JSON.stringify([r.accountId, r.deviceId, r.channel, r.metric, r.environmentId])
 
 /** The WHERE clause for a series filter, appending its parameters to `params` (numbered in order). */
 export function seriesWhere(filter: SeriesFilter, params: unknown[], alias = ''): string {

@@ -1,6 +1,6 @@
 // Sensor devices, headless pairing claims, and the SQL readings store (CONTRACT §7).
 import { sql } from 'drizzle-orm'
-import { check, doublePrecision, index, integer, jsonb, pgTable, text, timestamp, unique, uniqueIndex } from 'drizzle-orm/pg-core'
+import { check, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique, uniqueIndex } from 'drizzle-orm/pg-core'
 import { accounts } from './foundation.ts'
 
 const instant = (name: string) => timestamp(name, { withTimezone: true, precision: 3 })
@@ -61,6 +61,8 @@ export const sensorReadings = pgTable('sensor_readings', {
   value: doublePrecision('value').notNull(),
   metric: text('metric'),
   environment_id: text('environment_id'),
+  /** reading_series.id: the rollups are kept per series. */
+  series_id: integer('series_id'),
 }, (t) => [
   unique('sensor_readings_device_channel_ts_key').on(t.device_id, t.channel, t.ts),
   index('sensor_readings_account_ts_idx').on(t.account_id, t.ts),
@@ -82,3 +84,20 @@ export const readingSeries = pgTable('reading_series', {
   unique('reading_series_key').on(t.account_id, t.device_id, t.channel, t.metric, t.environment_id).nullsNotDistinct(),
   index('reading_series_account_environment_idx').on(t.account_id, t.environment_id),
 ])
+
+/** Rollups of readings per series (migration 0006): one table per level, the same columns in each. */
+const rollupTable = (name: string) => pgTable(name, {
+  series_id: integer('series_id').notNull(),
+  bucket: instant('bucket').notNull(),
+  count: integer('count').notNull(),
+  sum: doublePrecision('sum').notNull(),
+  min: doublePrecision('min').notNull(),
+  max: doublePrecision('max').notNull(),
+  first_ts: instant('first_ts').notNull(),
+  first_value: doublePrecision('first_value').notNull(),
+  last_ts: instant('last_ts').notNull(),
+  last_value: doublePrecision('last_value').notNull(),
+}, (t) => [primaryKey({ name: `${name}_pkey`, columns: [t.series_id, t.bucket] })])
+export const readingRollups1m = rollupTable('reading_rollups_1m')
+export const readingRollups1h = rollupTable('reading_rollups_1h')
+export const readingRollups1d = rollupTable('reading_rollups_1d')

@@ -10,7 +10,8 @@ import type { Config } from '../../src/config.ts'
 import { cancellable } from '../../db/client.ts'
 import type { SeriesCatalogue } from '../series.ts'
 import { ilpTarget, postIlp, seriesPrefix, rowText } from './ilp.ts'
-import { NO_DEADLINE, type Aggregate, type AggregationSpec, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
+import { rollupPieces, ROLLUP_LEVELS, type Piece, type RollupLevel } from '../planner.ts'
+import { NO_DEADLINE, type AggregationSpec, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
 const UNITS: [number, string][] = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm']]
 /** 3 600 000 ms → "1h": SAMPLE BY takes a count and a unit. */
@@ -22,7 +23,6 @@ function sampleUnit(intervalMs: number): string {
 /** A SQL string literal. Values reach here already validated, but quoting keeps any text harmless. */
 const literal = (value: string) => `'${value.replace(/'/g, "''")}'`
 const instant = (ms: number) => `'${new Date(ms).toISOString()}'`
-const AGGREGATE_SQL: Record<Aggregate, string> = { avg: 'avg(value)', min: 'min(value)', max: 'max(value)', last: 'last(value)', count: 'count()' }
 /** Symbols compare as text for keyset positions. */
 const text = (column: string) => `cast(${column} as varchar)`
 
@@ -96,11 +96,39 @@ export function ilpReadingsWriter(configuration: string, table: string): (readin
   }
 }
 
-/** SAMPLE BY over the filter: the buckets holding readings (fills are the planner's). */
-function sampled(table: string, filter: ReadingsFilter, spec: AggregationSpec): string {
-  const selected = spec.aggregates.map((a) => `${AGGREGATE_SQL[a]} "${a}"`).join(', ')
-  return `select ts, device_id, channel, last(metric) metric, last(environment_id) environment_id, ${selected}
-    from ${table} where ${where(filter)} sample by ${sampleUnit(spec.intervalMs)} align to calendar`
+/**
+ * Rollups where QuestDB has materialized views (8.3.1 on): per series variant (device, channel, metric, environment)
+ * at 1 minute from the table, 1 hour from the minutes, 1 day from the hours. QuestDB refreshes them incrementally
+ * from what the table holds after deduplication, so a retried batch counts once and a late reading updates its old
+ * buckets (both checked on 9.3.2). 7.4 has no materialized views: its queries read the table.
+ */
+const VIEW_COLUMNS = 'cnt, sum_v, min_v, max_v, last_v, last_ts'
+function viewSql(table: string, level: RollupLevel): string {
+  const keys = 'ts, account_id, device_id, channel, metric, environment_id'
+  const body = level === '1m'
+    ? `select ${keys}, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, last(ts) last_ts from ${table} sample by 1m`
+    : `select ${keys}, sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts from ${table}_${level === '1h' ? '1m' : '1h'} sample by ${level}`
+  return `create materialized view if not exists ${table}_${level} as (${body}) partition by ${level === '1d' ? 'month' : 'day'}`
+}
+
+/** Per-bucket statistics of each series variant over the pieces the planner picks, in one SAMPLE BY. */
+function sampledPieces(table: string, filter: ReadingsFilter, spec: AggregationSpec, pieces: Piece[]): string {
+  const variant = 'device_id, channel, metric, environment_id'
+  const branch = (piece: Piece) => {
+    const window = where({ ...filter, from: piece.from, to: piece.to })
+    return piece.level === 'raw'
+      ? `select ts, ${variant}, cast(1 as long) cnt, value sum_v, value min_v, value max_v, value last_v, ts last_ts from ${table} where ${window}`
+      : `select ts, ${variant}, ${VIEW_COLUMNS} from ${table}_${piece.level} where ${window}`
+  }
+  const every = `sample by ${sampleUnit(spec.intervalMs)} align to calendar`
+  const statistics = 'sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts'
+  if (pieces.length === 1 && pieces[0]!.level === 'raw') {
+    // Raw readings only (7.4, or views behind): straight from the table.
+    return `select ts, ${variant}, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, max(ts) last_ts from ${table} where ${where(filter)} ${every}`
+  }
+  // The branches follow one another in time (the planner's pieces do not overlap), so their union is in ts order as
+  // SAMPLE BY needs, and last(last_v) is the value of the latest piece of a variant in each bucket.
+  return `select ts, ${variant}, ${statistics} from (${pieces.map((p) => `(${branch(p)})`).join(' union all ')}) timestamp(ts) ${every}`
 }
 
 /**
@@ -124,6 +152,25 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
     ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol, value double
   ) timestamp(ts) partition by day wal dedup upsert keys(ts, device_id, channel)`)
 
+  // Materialized views where the server has them; a refused CREATE (7.4) leaves the store on the table alone.
+  let views = true
+  for (const level of ['1m', '1h', '1d'] as const) {
+    if (views) await sql.unsafe(viewSql(table, level)).catch(() => { views = false })
+  }
+  /** The levels whose views have caught up with what they are built from (each level on the one below it). */
+  const caughtUp = async (signal: AbortSignal): Promise<RollupLevel[]> => {
+    if (!views) return []
+    const names = ROLLUP_LEVELS.map((l) => `'${table}_${l.name}'`).join(', ')
+    const rows = await query(`select view_name, view_status, refresh_base_table_txn, base_table_txn from materialized_views() where view_name in (${names})`, signal)
+    const fresh = (level: RollupLevel) => rows.some((r) => r.view_name === `${table}_${level}` && r.view_status === 'valid' && Number(r.refresh_base_table_txn) === Number(r.base_table_txn))
+    const levels: RollupLevel[] = []
+    for (const level of ['1m', '1h', '1d'] as const) {
+      if (!fresh(level)) break
+      levels.push(level)
+    }
+    return levels
+  }
+
   await catalogue?.backfillOnce(`reading_series_backfilled:questdb:${table}`, async () => {
     const rows = await sql.unsafe<Row[]>(`select distinct account_id, device_id, channel, metric, environment_id from ${table}`)
     return rows.map((r) => ({ accountId: String(r.account_id), deviceId: String(r.device_id), channel: String(r.channel), metric: nullable(r.metric), environmentId: nullable(r.environment_id), ts: 0, value: 0 }))
@@ -144,12 +191,34 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
       return rows.map(rawRow)
     },
     async buckets(filter, spec, limit, after?: SeriesPosition, skip = 0, signal = NO_DEADLINE) {
-      const names = spec.aggregates.map((a) => `"${a}"`).join(', ')
-      const rows = await query(`select ${columns}, ${names} from (${sampled(table, filter, spec)})${after ? ` where ${afterSeries('ts', after)}` : ''}
-        order by ts, device_id, channel limit ${skip}, ${skip + limit}`, signal)
-      return rows.map((r) => {
-        const row: BucketRow = { ts: micros(r.ts_us), device_id: String(r.device_id), channel: String(r.channel), metric: nullable(r.metric), environment_id: nullable(r.environment_id) }
-        for (const a of spec.aggregates) row[a] = r[a] === null ? undefined : Number(r[a])
+      if (filter.from >= filter.to) return []
+      const pieces = rollupPieces(filter.from, filter.to, spec.intervalMs, await caughtUp(signal))
+      const rows = await query(`select cast(ts as long) ts_us, device_id, channel, metric, environment_id, cnt, sum_v, min_v, max_v, last_v, cast(last_ts as long) last_us
+        from (${sampledPieces(table, filter, spec, pieces)})`, signal)
+      // A bucket row is a device's channel: its variants (a channel whose mapping changed within the bucket) add up,
+      // and its metric and environment are those of the variant read last. The store's rows cover the filter's
+      // window whole: callers ask for stretches about the size of a page (ingest/planner.ts).
+      const merged = new Map<string, BucketRow & { lastUs: number; sum: number }>()
+      for (const r of rows) {
+        const key = `${r.ts_us}\u0000${r.device_id}\u0000${r.channel}`
+        const lastUs = Number(r.last_us)
+        const had = merged.get(key)
+        if (!had) {
+          merged.set(key, { ts: micros(r.ts_us), device_id: String(r.device_id), channel: String(r.channel), metric: nullable(r.metric), environment_id: nullable(r.environment_id),
+            count: Number(r.cnt), sum: Number(r.sum_v), min: Number(r.min_v), max: Number(r.max_v), last: Number(r.last_v), lastUs })
+          continue
+        }
+        had.count! += Number(r.cnt); had.sum += Number(r.sum_v)
+        had.min = Math.min(had.min!, Number(r.min_v)); had.max = Math.max(had.max!, Number(r.max_v))
+        if (lastUs > had.lastUs) Object.assign(had, { lastUs, last: Number(r.last_v), metric: nullable(r.metric), environment_id: nullable(r.environment_id) })
+      }
+      const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+      const ordered = [...merged.values()].sort((a, b) => a.ts - b.ts || byteOrder(a.device_id, b.device_id) || byteOrder(a.channel, b.channel))
+      const past = after ? ordered.filter((r) => r.ts > after[0] || (r.ts === after[0] && (r.device_id > after[1] || (r.device_id === after[1] && r.channel > after[2])))) : ordered
+      return past.slice(skip, skip + limit).map((r) => {
+        const row: BucketRow = { ts: r.ts, device_id: r.device_id, channel: r.channel, metric: r.metric, environment_id: r.environment_id }
+        const values: Record<string, number> = { avg: r.sum / r.count!, min: r.min!, max: r.max!, last: r.last!, count: r.count! }
+        for (const a of spec.aggregates) row[a] = values[a]
         return row
       })
     },
@@ -168,3 +237,4 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
     },
   }
 }
+

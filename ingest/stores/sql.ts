@@ -1,24 +1,41 @@
 // Readings in the records database (Postgres, or PGlite embedded): one multi-row insert per batch through
 // unnest() of column arrays. A retried batch must add nothing: readings are unique on (device, channel, ts).
 import type { Database, ReaderOptions } from '../../db/client.ts'
+import { rollupPieces, type Piece } from '../planner.ts'
 import { SeriesCatalogue, seriesWhere } from '../series.ts'
 import { NO_DEADLINE, type Aggregate, type AggregationSpec, type BucketRow, type LatestPosition, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
+/**
+ * The rollups of the readings a statement inserted (`ins`: series_id, ts, value), added to a level's table in that
+ * same statement: only rows actually inserted count, so a retried batch or a redelivered message (skipped by the
+ * unique key) never counts twice, and a late reading updates the old buckets it falls in. Rows are upserted in key
+ * order, so concurrent writers lock shared buckets in one order (no deadlock).
+ */
+const rollupFrom = (level: string, table: string) => `insert into ${table} as r (series_id, bucket, count, sum, min, max, first_ts, first_value, last_ts, last_value)
+  select series_id, date_bin('${level}', ts, timestamptz '1970-01-01 00:00:00+00'), count(*), sum(value), min(value), max(value),
+    min(ts), (array_agg(value order by ts))[1], max(ts), (array_agg(value order by ts desc))[1]
+  from ins group by 1, 2 order by 1, 2
+  on conflict (series_id, bucket) do update set count = r.count + excluded.count, sum = r.sum + excluded.sum,
+    min = least(r.min, excluded.min), max = greatest(r.max, excluded.max),
+    first_ts = least(r.first_ts, excluded.first_ts), first_value = case when excluded.first_ts < r.first_ts then excluded.first_value else r.first_value end,
+    last_ts = greatest(r.last_ts, excluded.last_ts), last_value = case when excluded.last_ts > r.last_ts then excluded.last_value else r.last_value end`
+
 // Timestamps travel as epoch milliseconds (exact in a float8) rather than timestamptz[]: cheaper to build, and
 // drizzle's postgres.js set-up passes timestamptz values through unserialised, which breaks arrays of them.
-const INSERT = `insert into sensor_readings (account_id, device_id, channel, ts, value, metric, environment_id)
-select a, d, c, timestamptz 'epoch' + t * interval '1 millisecond', v, m, e
-from unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::float8[], $6::text[], $7::text[]) as r(a, d, c, t, v, m, e)`
+const insert = (onConflict: string) => `with ins as (
+  insert into sensor_readings (account_id, device_id, channel, ts, value, metric, environment_id, series_id)
+  select a, d, c, timestamptz 'epoch' + t * interval '1 millisecond', v, m, e, s
+  from unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::float8[], $6::text[], $7::text[], $8::int4[]) as r(a, d, c, t, v, m, e, s)
+  ${onConflict} returning series_id, ts, value
+), minutes as (${rollupFrom('1 minute', 'reading_rollups_1m')}), hours as (${rollupFrom('1 hour', 'reading_rollups_1h')}), days as (${rollupFrom('1 day', 'reading_rollups_1d')})
+select 1`
 // Speculative insertion costs Postgres about 40% more per row than a plain insert (measured on this table with
 // its indexes), and nearly every batch holds only new readings. So a batch is inserted plainly first; only when
 // the unique key refuses it (a retry, or a reading already stored) is it inserted again skipping what exists.
-const INSERT_SKIPPING_STORED = `${INSERT}\non conflict (device_id, channel, ts) do nothing`
+const INSERT = insert('')
+const INSERT_SKIPPING_STORED = insert('on conflict (device_id, channel, ts) do nothing')
 const UNIQUE_VIOLATION = '23505'
 
-const AGGREGATE_SQL: Record<Aggregate, string> = {
-  avg: 'avg(value)', min: 'min(value)', max: 'max(value)', count: 'count(*)::int',
-  last: '(array_agg(value order by ts desc))[1]',
-}
 
 /** The WHERE clause for a filter, appending its parameters to `params` (numbered in order). */
 function where(filter: ReadingsFilter, params: unknown[]): string {
@@ -45,13 +62,41 @@ const num = (value: unknown) => (value === null || value === undefined ? undefin
  */
 const byte = (column: string) => `${column} collate "C"`
 
-/** The buckets that hold readings: (bucket, device_id, channel, metric, environment_id, …aggregates). */
+const EPOCH = `timestamptz '1970-01-01 00:00:00+00'`
+
+/** Per-bucket statistics of each series in a piece of the window, from its rollup level or from the raw readings. */
+function pieceSql(piece: Piece, interval: string, accountId: string, params: unknown[]): string {
+  const from = `$${params.push(iso(piece.from))}::timestamptz`
+  const to = `$${params.push(iso(piece.to))}::timestamptz`
+  if (piece.level !== 'raw') {
+    return `select series_id, date_bin(${interval}, bucket, ${EPOCH}) as b, count, sum, min, max, last_ts, last_value
+      from reading_rollups_${piece.level} where series_id in (select id from s) and bucket >= ${from} and bucket < ${to}`
+  }
+  return `select series_id, date_bin(${interval}, ts, ${EPOCH}) as b, count(*)::int as count, sum(value) as sum, min(value) as min, max(value) as max,
+      max(ts) as last_ts, (array_agg(value order by ts desc))[1] as last_value
+    from sensor_readings where account_id = $${params.push(accountId)} and ts >= ${from} and ts < ${to} and series_id in (select id from s) group by 1, 2`
+}
+
+const AGGREGATE_SQL: Record<Aggregate, string> = {
+  avg: 'sum(p.sum) / sum(p.count)', min: 'min(p.min)', max: 'max(p.max)', count: 'sum(p.count)::int',
+  last: '(array_agg(p.last_value order by p.last_ts desc))[1]',
+}
+
+/**
+ * The buckets that hold readings: (bucket, device_id, channel, metric, environment_id, …aggregates), combined from
+ * the pieces the planner picks (rollups where they answer exactly, raw readings at the edges). A bucket row is a
+ * device's channel; its metric and environment are those of its latest reading in the bucket.
+ */
 function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, params: unknown[]): string {
-  const bucket = `date_bin(($${params.push(`${spec.intervalMs} milliseconds`)})::interval, ts, timestamptz '1970-01-01 00:00:00+00')`
+  const interval = `$${params.push(`${spec.intervalMs} milliseconds`)}::interval`
+  const series = `select id, device_id, channel, metric, environment_id from reading_series where ${seriesWhere(filter, params)}`
+  const pieces = rollupPieces(filter.from, filter.to, spec.intervalMs).map((piece) => pieceSql(piece, interval, filter.accountId, params))
+  if (!pieces.length) return `select null::timestamptz as bucket, null::text as device_id, null::text as channel, null::text as metric, null::text as environment_id where false`
   const selected = spec.aggregates.map((a) => `${AGGREGATE_SQL[a]} as "${a}"`).join(', ')
-  return `select ${bucket} as bucket, device_id, channel,
-    (array_agg(metric order by ts desc))[1] as metric, (array_agg(environment_id order by ts desc))[1] as environment_id, ${selected}
-    from sensor_readings where ${where(filter, params)} group by 1, 2, 3`
+  return `with s as (${series}), p as (${pieces.join('\n    union all ')})
+    select p.b as bucket, s.device_id, s.channel,
+      (array_agg(s.metric order by p.last_ts desc))[1] as metric, (array_agg(s.environment_id order by p.last_ts desc))[1] as environment_id, ${selected}
+    from p join s on s.id = p.series_id group by 1, 2, 3`
 }
 
 const DEFAULT_READER: ReaderOptions = { connections: 4, statementTimeoutMs: 30_000 }
@@ -66,7 +111,7 @@ export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_REA
     kind: 'sql',
     async write(readings) {
       if (!readings.length) return
-      await catalogue.idsOf(readings)
+      const series = await catalogue.idsOf(readings)
       const n = readings.length
       const cols = { account: new Array<string>(n), device: new Array<string>(n), channel: new Array<string>(n), ts: new Array<number>(n), value: new Array<number>(n), metric: new Array<string | null>(n), env: new Array<string | null>(n) }
       for (let i = 0; i < n; i++) {
@@ -74,7 +119,7 @@ export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_REA
         cols.account[i] = r.accountId; cols.device[i] = r.deviceId; cols.channel[i] = r.channel
         cols.ts[i] = r.ts; cols.value[i] = r.value; cols.metric[i] = r.metric; cols.env[i] = r.environmentId
       }
-      const params = [cols.account, cols.device, cols.channel, cols.ts, cols.value, cols.metric, cols.env]
+      const params = [cols.account, cols.device, cols.channel, cols.ts, cols.value, cols.metric, cols.env, Array.from(series)]
       try {
         await database.query(INSERT, params)
       } catch (error) {

@@ -84,7 +84,7 @@ for (const { name, overrides } of stores) {
       await env?.close()
       if (env?.deps.readings.kind === 'questdb') {
         const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
-        await admin.unsafe(`drop table if exists ${questTable}`).catch(() => {})
+        await admin.unsafe(`drop materialized view if exists ${questTable}_1d`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${questTable}_1h`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${questTable}_1m`).catch(() => {}); await admin.unsafe(`drop table if exists ${questTable}`).catch(() => {})
         await admin.end()
       }
     })

@@ -144,7 +144,7 @@ if (!questdb) console.log('ingest-processes.test: the QuestDB kill test is skipp
 afterAll(async () => {
   if (!questdb) return
   const admin = postgres(questdb.QUESTDB_PG_URL, { max: 1, prepare: false, onnotice: () => {} })
-  await admin.unsafe(`drop table if exists ${questdb.QUESTDB_TABLE}`).catch(() => {})
+  await admin.unsafe(`drop materialized view if exists ${questdb.QUESTDB_TABLE}_1d`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${questdb.QUESTDB_TABLE}_1h`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${questdb.QUESTDB_TABLE}_1m`).catch(() => {}); await admin.unsafe(`drop table if exists ${questdb.QUESTDB_TABLE}`).catch(() => {})
   await admin.end()
 })
 

@@ -76,7 +76,7 @@ afterAll(async () => {
   await database?.drop()
   if (onQuestDb) {
     const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
-    await admin.unsafe(`drop table if exists ${questTable}`).catch(() => {})
+    await admin.unsafe(`drop materialized view if exists ${questTable}_1d`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${questTable}_1h`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${questTable}_1m`).catch(() => {}); await admin.unsafe(`drop table if exists ${questTable}`).catch(() => {})
     await admin.end()
   }
 })

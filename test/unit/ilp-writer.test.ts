@@ -212,7 +212,7 @@ describe.skipIf(!questdb)('round trips through a real QuestDB', () => {
   const wrong = `hrs_test_ilp_wrong_${suffix}`
   const admin = questdb ? postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} }) : undefined
   afterAll(async () => {
-    for (const t of [ours, theirs, wrong]) await admin?.unsafe(`drop table if exists ${t}`).catch(() => {})
+    for (const t of [ours, theirs, wrong]) { await admin?.unsafe(`drop materialized view if exists ${t}_1d`).catch(() => {}); await admin?.unsafe(`drop materialized view if exists ${t}_1h`).catch(() => {}); await admin?.unsafe(`drop materialized view if exists ${t}_1m`).catch(() => {}); await admin?.unsafe(`drop table if exists ${t}`).catch(() => {}) }
     await admin?.end()
   })
 

@@ -97,7 +97,7 @@ describe.skipIf(!enabled)('SQL store and QuestDB answer alike', () => {
   afterAll(async () => {
     await quest?.close()
     const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
-    await admin.unsafe(`drop table if exists ${table}`).catch(() => {})
+    await admin.unsafe(`drop materialized view if exists ${table}_1d`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${table}_1h`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${table}_1m`).catch(() => {}); await admin.unsafe(`drop table if exists ${table}`).catch(() => {})
     await admin.end()
     await env?.close()
   })
@@ -201,7 +201,7 @@ describe.skipIf(!enabled)('the API on QuestDB', () => {
     } finally {
       await api.close()
       const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
-      await admin.unsafe(`drop table if exists ${apiTable}`).catch(() => {})
+      await admin.unsafe(`drop materialized view if exists ${apiTable}_1d`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${apiTable}_1h`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${apiTable}_1m`).catch(() => {}); await admin.unsafe(`drop table if exists ${apiTable}`).catch(() => {})
       await admin.end()
     }
   })
