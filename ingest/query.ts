@@ -10,7 +10,7 @@ import { pathOf, queryOf } from '../src/http/request-url.ts'
 import { JsonInteger, PageOf } from '../src/http/schemas.ts'
 import { Instant, nullable, oneOf } from '../src/records/fields.ts'
 import { ReadCancelled } from '../db/client.ts'
-import type { ReadingsQueryLimits } from '../src/config.ts'
+import { READINGS_QUERY_DEFAULTS, type ReadingsQueryLimits } from '../src/config.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
 import { bucketPage, INTERVALS, planCost, type ReadingsShape } from './planner.ts'
 import type { SeriesCatalogue } from './series.ts'
@@ -38,6 +38,19 @@ const ReadingRow = t.Object({
   avg: t.Optional(t.Number()), min: t.Optional(t.Number()), max: t.Optional(t.Number()), last: t.Optional(t.Number()),
   count: t.Optional(JsonInteger()),
 }, { $id: '#/components/schemas/ReadingRow', description: 'A reading, or with `interval` one bucket of a series (its `ts` is the bucket start) carrying the requested aggregates; an aggregate an empty bucket lacks is left out.' })
+
+const LIMITS = READINGS_QUERY_DEFAULTS
+const COST_DESCRIPTION = `**What a query may cost** is known before it runs. A query with \`interval\` covers the series the filter matches
+(device and channel, under each metric and environment they were stored with) times the buckets of the window; at most
+${LIMITS.maxBuckets.toLocaleString('en-US')} rows (operator setting \`READINGS_MAX_BUCKETS\`), whatever the page size. Over it the answer is 422
+\`query_too_expensive\` at once, with \`max_rows\`, \`rows\`, \`series\`, \`buckets\`, \`suggested_interval\` (the finest interval that fits) and
+\`max_window_seconds\` (the longest window that fits at this interval). Each store query then runs for at most
+${LIMITS.timeoutMs / 1000} s (\`READINGS_QUERY_TIMEOUT_MS\`) and is cancelled in the store past it, or when the client goes away: 422
+\`query_timeout\`, saying what to narrow. Queries over ${LIMITS.heavyRows.toLocaleString('en-US')} rows (\`READINGS_HEAVY_ROWS\`; raw pages and CSV
+files count their \`limit\`) are heavy: an account runs at most ${LIMITS.perAccount} at once (\`READINGS_QUERIES_PER_ACCOUNT\`, counted across the
+service's processes), beyond that 429 \`too_many_queries\` with \`Retry-After\`. Answers come from rollups of the readings (per series at 1 minute,
+1 hour and 1 day, kept on write) wherever they answer exactly, and from the readings themselves at the window's edges: nothing changes for
+callers but speed.`
 
 const CSV_DESCRIPTION = `RFC 4180 CSV (\`text/csv; charset=utf-8; header=present\`), streamed: a header line, then one line per row, each ended by CRLF.
 Columns: \`ts,device_id,channel,metric,environment_id,value\` for raw readings; with \`interval\`, \`ts,device_id,channel,metric,environment_id\`
@@ -250,8 +263,8 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       detail: op({
         operationId: 'queryReadings',
         summary: 'Query sensor readings',
-        description: `Raw readings in time order (default: the last 24 hours); with \`interval\` and \`agg\` one row per bucket per series (\`fill\` adds the empty buckets); with \`latest=true\` the newest reading per series. As JSON, \`limit\` 1–${JSON_LIMIT.max} (default ${JSON_LIMIT.default}). As CSV (\`format=csv\` or \`Accept: text/csv\`): ${CSV_DESCRIPTION} Errors are problem+json whatever the format.`,
-        tags: ['Environment'], scopes: ['environment:read'],
+        description: `Raw readings in time order (default: the last 24 hours); with \`interval\` and \`agg\` one row per bucket per series (\`fill\` adds the empty buckets); with \`latest=true\` the newest reading per series. As JSON, \`limit\` 1–${JSON_LIMIT.max} (default ${JSON_LIMIT.default}). As CSV (\`format=csv\` or \`Accept: text/csv\`): ${CSV_DESCRIPTION} Errors are problem+json whatever the format.\n\n${COST_DESCRIPTION}`,
+        tags: ['Environment'], scopes: ['environment:read'], errors: [422, 429],
         produces: { 'text/csv': { schema: { type: 'string', description: 'RFC 4180 CSV; see the operation description for the columns.' }, headers: ['Link', 'Next-Cursor', 'Content-Disposition'] } },
       }),
     })

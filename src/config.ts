@@ -89,6 +89,12 @@ export interface ReadingsQueryLimits {
   readonly connections: number
 }
 
+/**
+ * A million rows is a year of hourly buckets for 100 series, or of one-minute buckets for one; five seconds is far
+ * more than any query within it takes from the rollups, and well under a client's patience (30 s is common).
+ */
+export const READINGS_QUERY_DEFAULTS: ReadingsQueryLimits = { maxBuckets: 1_000_000, heavyRows: 20_000, perAccount: 2, timeoutMs: 5_000, connections: 4 }
+
 export interface MqttConfig {
   /** Plain MQTT (3.1.1 and 5) on HOST; undefined: no plain listener. 0 picks a free port (tests). */
   readonly port: number | undefined
@@ -251,11 +257,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ingestLog: ingestLog(env),
     mqtt: mqtt(env),
     readingsQueries: {
-      maxBuckets: int(env, 'READINGS_MAX_BUCKETS', 1_000_000, 1),
-      heavyRows: int(env, 'READINGS_HEAVY_ROWS', 20_000, 1),
-      perAccount: int(env, 'READINGS_QUERIES_PER_ACCOUNT', 2, 1),
-      timeoutMs: int(env, 'READINGS_QUERY_TIMEOUT_MS', 5_000, 100),
-      connections: int(env, 'READINGS_QUERY_CONNECTIONS', 4, 1),
+      maxBuckets: int(env, 'READINGS_MAX_BUCKETS', READINGS_QUERY_DEFAULTS.maxBuckets, 1),
+      heavyRows: int(env, 'READINGS_HEAVY_ROWS', READINGS_QUERY_DEFAULTS.heavyRows, 1),
+      perAccount: int(env, 'READINGS_QUERIES_PER_ACCOUNT', READINGS_QUERY_DEFAULTS.perAccount, 1),
+      timeoutMs: int(env, 'READINGS_QUERY_TIMEOUT_MS', READINGS_QUERY_DEFAULTS.timeoutMs, 100),
+      connections: int(env, 'READINGS_QUERY_CONNECTIONS', READINGS_QUERY_DEFAULTS.connections, 1),
     },
     ...overrides,
   }

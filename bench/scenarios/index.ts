@@ -16,6 +16,7 @@ import { latency } from './latency.ts'
 import { mixed } from './mixed.ts'
 import { pingDevices } from './ping-devices.ts'
 import { questdbClient } from './questdb-client.ts'
+import { history } from './history.ts'
 import { queryIsolation } from './query-isolation.ts'
 import { readingsQuery } from './readings-query.ts'
 import { webhooks } from './webhooks.ts'
@@ -44,6 +45,8 @@ export const SCENARIOS: Record<string, Scenario> = {
   'readings-query': readingsQuery,
   // Account B's ingest and small reads while account A runs its allowance of the widest accepted queries ÷ A idle.
   'query-isolation': queryIsolation,
+  // A year of one environment's readings through the API, five queries walked in full ÷ one-shot SQL, bytes per reading.
+  history,
   mixed,
   // Our records path ÷ the same two operations written by hand (Elysia + postgres.js, no drizzle, no pipeline).
   'hand-written': handWritten,

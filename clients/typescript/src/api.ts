@@ -544,6 +544,18 @@ export interface paths {
          *     same request with the `cursor` for the next file) and `Next-Cursor`; without them this file is the last. A cursor fixes the window, so
          *     files follow on without gaps or repeats. A stream that breaks off (the store failed mid-file) ends without the chunked terminator, so the
          *     client sees a transfer error rather than a short file. Errors are problem+json whatever the format.
+         *
+         *     **What a query may cost** is known before it runs. A query with `interval` covers the series the filter matches
+         *     (device and channel, under each metric and environment they were stored with) times the buckets of the window; at most
+         *     1,000,000 rows (operator setting `READINGS_MAX_BUCKETS`), whatever the page size. Over it the answer is 422
+         *     `query_too_expensive` at once, with `max_rows`, `rows`, `series`, `buckets`, `suggested_interval` (the finest interval that fits) and
+         *     `max_window_seconds` (the longest window that fits at this interval). Each store query then runs for at most
+         *     5 s (`READINGS_QUERY_TIMEOUT_MS`) and is cancelled in the store past it, or when the client goes away: 422
+         *     `query_timeout`, saying what to narrow. Queries over 20,000 rows (`READINGS_HEAVY_ROWS`; raw pages and CSV
+         *     files count their `limit`) are heavy: an account runs at most 2 at once (`READINGS_QUERIES_PER_ACCOUNT`, counted across the
+         *     service's processes), beyond that 429 `too_many_queries` with `Retry-After`. Answers come from rollups of the readings (per series at 1 minute,
+         *     1 hour and 1 day, kept on write) wherever they answer exactly, and from the readings themselves at the window's edges: nothing changes for
+         *     callers but speed.
          */
         get: operations["queryReadings"];
         put?: never;
@@ -2166,7 +2178,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Problem details; `code` is one of: validation_failed, idempotency_key_mismatch. */
+        /** @description Problem details; `code` is one of: validation_failed, idempotency_key_mismatch, query_too_expensive, query_timeout. */
         UnprocessableContent: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2177,7 +2189,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Problem details; `code` is one of: rate_limited. */
+        /** @description Problem details; `code` is one of: rate_limited, too_many_queries. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2255,7 +2267,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description An error `code`. */
-                code: "malformed_json" | "invalid_parameter" | "invalid_cursor" | "authentication_required" | "invalid_token" | "insufficient_scope" | "device_key_not_allowed" | "plan_not_eligible" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_mismatch" | "rate_limited" | "internal_error" | "service_unavailable";
+                code: "malformed_json" | "invalid_parameter" | "invalid_cursor" | "authentication_required" | "invalid_token" | "insufficient_scope" | "device_key_not_allowed" | "plan_not_eligible" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_mismatch" | "query_too_expensive" | "query_timeout" | "rate_limited" | "too_many_queries" | "internal_error" | "service_unavailable";
             };
             cookie?: never;
         };
@@ -3732,6 +3744,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableContent"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

@@ -1,0 +1,161 @@
+// Environment history at any scale (issue 29): a year of readings for one environment (10 devices × 4 channels, a
+// reading every 2 minutes: 10,512,000) loaded through POST /sensors/readings, then five queries through the API,
+// each walked to its last page at limit=10000, ÷ the store's own one-shot SQL over the raw rows; and the bytes each
+// reading takes on disk. `--store sql|questdb` (default sql); BENCH_HISTORY_DAYS shortens the year (CI's smoke).
+import postgres from 'postgres'
+import { newId } from '../../src/ids.ts'
+import { exec, dropTable, freshTableName, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, waitForCount } from '../lib/questdb.ts'
+import { API, call, ms, onRecordsServer, type Api } from '../lib/records.ts'
+import { line, type Line, type Scenario } from '../lib/report.ts'
+import { createDevices, inParallel, metricOf } from '../lib/setup.ts'
+
+const NAME = 'history'
+const DEVICES = 10
+const CHANNELS = 4
+const CADENCE_MS = 120_000
+const DAY = 86_400_000
+const PER_REQUEST = 5000
+const PAGE = 10_000
+
+/** The median of `runs` timings of `work`, ms. */
+async function median(runs: number, work: () => Promise<unknown>): Promise<number> {
+  const times: number[] = []
+  for (let i = 0; i < runs; i++) {
+    const started = performance.now()
+    await work()
+    times.push(performance.now() - started)
+  }
+  return times.sort((a, b) => a - b)[Math.floor(times.length / 2)]!
+}
+
+/** Every page of a JSON listing; returns the rows counted. */
+async function walkJson(api: Api, path: string): Promise<number> {
+  let rows = 0
+  let cursor: string | null = null
+  do {
+    const answer = await call(api, 'GET', cursor ? `${path}&cursor=${cursor}` : path)
+    rows += (answer.json.data as unknown[]).length
+    cursor = answer.json.has_more ? answer.json.next_cursor : null
+  } while (cursor)
+  return rows
+}
+
+/** Every file of a CSV listing (following Next-Cursor); returns the rows counted. */
+async function walkCsv(api: Api, path: string): Promise<number> {
+  let rows = 0
+  let cursor: string | null = null
+  do {
+    const res: Response = await fetch(`${api.baseUrl}${cursor ? `${path}&cursor=${cursor}` : path}`, { headers: { authorization: `Bearer ${api.token}` } })
+    const text = await res.text()
+    if (res.status !== 200) throw new Error(`${NAME}: CSV ${path} answered ${res.status}: ${text.slice(0, 300)}`)
+    rows += text.split('\r\n').length - 2
+    cursor = res.headers.get('next-cursor')
+  } while (cursor)
+  return rows
+}
+
+export const history: Scenario = async (ctx) => {
+  if (ctx.options.target) return { lines: [], details: {}, skipped: 'needs a local server (it loads a year of readings and reads the store directly)' }
+  const store = ctx.options.store ?? 'sql'
+  if (store === 'questdb' && !(await questdbAnswers())) return { lines: [], details: {}, skipped: `--store questdb: no QuestDB answers at ${QUESTDB_HTTP}` }
+  const days = Number(process.env.BENCH_HISTORY_DAYS || 365)
+  const table = store === 'questdb' ? freshTableName('history') : undefined
+  const env: Record<string, string> = { DEVICE_RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_MINUTE: '1000000', ...(table ? { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table } : {}) }
+  try {
+    return await onRecordsServer(ctx, `${NAME}-${store}`, { demo: false, bare: false, env }, async ({ api, local }) => {
+      const { database, accountId } = local!
+      const records = postgres(database.url, { max: 2, onnotice: () => {} })
+      try {
+        const environmentId = newId('environment')
+        await records.unsafe(`insert into environments (id, account_id, name, kind) values ($1, $2, 'Bench room', 'room')`, [environmentId, accountId])
+        const devices = await createDevices(api.baseUrl, api.token, DEVICES, CHANNELS)
+        for (const d of devices) {
+          await call(api, 'PATCH', `${API}/sensors/devices/${d.id}`, { body: { channels: Array.from({ length: CHANNELS }, (_, c) => ({ key: `c${c}`, metric: metricOf(c), environment_id: environmentId })) }, headers: { 'content-type': 'application/merge-patch+json' } })
+        }
+        const to = Math.floor(Date.now() / DAY) * DAY
+        const from = to - days * DAY
+        const perSeries = (to - from) / CADENCE_MS
+        const total = DEVICES * CHANNELS * perSeries
+        ctx.log(`${NAME} (${store}): loading ${total.toLocaleString('en-US')} readings (${days} days) through POST /sensors/readings…`)
+        const loadStarted = performance.now()
+        // Each request: one device's 4 channels over 1,250 two-minute steps; 8 requests in flight.
+        const stepsPerRequest = PER_REQUEST / CHANNELS
+        const requests = DEVICES * Math.ceil(perSeries / stepsPerRequest)
+        await inParallel(requests, 8, async (i) => {
+          const device = devices[i % DEVICES]!
+          const first = Math.floor(i / DEVICES) * stepsPerRequest
+          const readings = []
+          for (let step = first; step < Math.min(perSeries, first + stepsPerRequest); step++) {
+            const ts = from + step * CADENCE_MS
+            for (let c = 0; c < CHANNELS; c++) readings.push({ channel: `c${c}`, value: Math.round((20 + c * 10 + 5 * Math.sin(step / 360)) * 100) / 100, ts })
+          }
+          const res = await fetch(`${api.baseUrl}${API}/sensors/readings`, { method: 'POST', headers: { authorization: `Bearer ${device.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ readings }) })
+          if (res.status !== 202) throw new Error(`${NAME}: POST /sensors/readings answered ${res.status}: ${await res.text()}`)
+          await res.arrayBuffer()
+        })
+        const loadMs = performance.now() - loadStarted
+        if (table) await waitForCount(table, total, 600_000)
+
+        const iso = (t: number) => new Date(t).toISOString()
+        const base = `${API}/environment/readings?environment_id=${environmentId}&from=${iso(from)}&to=${iso(to)}&limit=${PAGE}`
+        const oneChannel = `${API}/environment/readings?device_id=${devices[0]!.id}&channel=c0&from=${iso(to - Math.min(30, days) * DAY)}&to=${iso(to)}&interval=1h&limit=${PAGE}`
+        const account = accountId.replace(/'/g, "''")
+        const qdb = async (sql: string) => { const r = await exec(sql, 600_000); if (r.error) throw new Error(`${NAME}: QuestDB: ${r.error}`); return r.dataset ?? [] }
+        const oneShot = table
+          ? {
+            daily: () => qdb(`select ts, device_id, channel, avg(value), min(value), max(value) from ${table} where account_id = '${account}' and environment_id = '${environmentId}' and ts >= '${iso(from)}' and ts < '${iso(to)}' sample by 1d align to calendar`),
+            hourly: () => qdb(`select ts, device_id, channel, avg(value) from ${table} where account_id = '${account}' and environment_id = '${environmentId}' and ts >= '${iso(from)}' and ts < '${iso(to)}' sample by 1h align to calendar`),
+            latest: () => qdb(`select * from ${table} where account_id = '${account}' latest on ts partition by device_id, channel`),
+            channel: () => qdb(`select ts, avg(value) from ${table} where device_id = '${devices[0]!.id}' and channel = 'c0' and ts >= '${iso(to - 30 * DAY)}' and ts < '${iso(to)}' sample by 1h align to calendar`),
+          }
+          : {
+            daily: () => records.unsafe(`select date_bin('1 day', ts, timestamptz 'epoch'), device_id, channel, avg(value), min(value), max(value) from sensor_readings where account_id = $1 and environment_id = $2 and ts >= $3 and ts < $4 group by 1, 2, 3`, [accountId, environmentId, iso(from), iso(to)]),
+            hourly: () => records.unsafe(`select date_bin('1 hour', ts, timestamptz 'epoch'), device_id, channel, avg(value) from sensor_readings where account_id = $1 and environment_id = $2 and ts >= $3 and ts < $4 group by 1, 2, 3`, [accountId, environmentId, iso(from), iso(to)]),
+            latest: () => records.unsafe(`select distinct on (device_id, channel) ts, device_id, channel, value from sensor_readings where account_id = $1 order by device_id, channel, ts desc`, [accountId]),
+            channel: () => records.unsafe(`select date_bin('1 hour', ts, timestamptz 'epoch'), avg(value) from sensor_readings where device_id = $1 and channel = 'c0' and ts >= $2 and ts < $3 group by 1`, [devices[0]!.id, iso(to - 30 * DAY), iso(to)]),
+          }
+        const series = DEVICES * CHANNELS
+        const queries = [
+          { name: `${days} days, daily avg/min/max, the environment`, rows: series * days, ours: () => walkJson(api, `${base}&interval=1d&agg=avg,min,max`), direct: oneShot.daily, targetMs: 50 },
+          { name: `${days} days, hourly avg, the environment`, rows: series * days * 24, ours: () => walkJson(api, `${base}&interval=1h&agg=avg`), direct: oneShot.hourly, targetMs: 1000 },
+          { name: 'latest value per series', rows: series, ours: () => walkJson(api, `${API}/environment/readings?latest=true&limit=${PAGE}`), direct: oneShot.latest, targetMs: 10 },
+          { name: `the daily query as CSV`, rows: series * days, ours: () => walkCsv(api, `${base}&interval=1d&agg=avg,min,max&format=csv`), direct: oneShot.daily, targetMs: undefined },
+          { name: '30 days hourly, one channel', rows: Math.min(30, days) * 24, ours: () => walkJson(api, oneChannel), direct: oneShot.channel, targetMs: undefined },
+        ]
+        const lines: Line[] = []
+        const details: Record<string, unknown> = { store, days, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000) }
+        let jsonDailyMs = 0
+        for (const q of queries) {
+          const counted = await q.ours()
+          if (counted !== q.rows) throw new Error(`${NAME}: ${q.name} walked ${counted} rows, not ${q.rows}`)
+          const runs = 3
+          const oursMs = await median(runs, q.ours)
+          const directMs = await median(runs, q.direct)
+          if (q.name.includes('daily avg')) jsonDailyMs = oursMs
+          const target = q.targetMs !== undefined ? `target < ${q.targetMs} ms: ${oursMs < q.targetMs ? 'met' : 'missed'}` : q.name.includes('CSV') ? `CSV ≤ JSON (${ms(jsonDailyMs)}): ${oursMs <= jsonDailyMs ? 'met' : 'missed'}` : 'no target'
+          // Higher is better, as every bench ratio: the one-shot SQL's time ÷ the API's full walk.
+          lines.push(line(NAME, `${q.name} (${store}, full walk at limit=${PAGE}): one-shot SQL over raw ÷ API`, directMs, oursMs, 'ms', undefined, 'target',
+            `API ${ms(oursMs)} for ${q.rows} rows, one-shot SQL over raw rows ${ms(directMs)} (median of ${runs}); ${target}`))
+          details[q.name] = { rows: q.rows, oursMs, directMs }
+        }
+        // Bytes per reading on disk: the readings table, its indexes, rollups and the catalogue (SQL store); the
+        // table and its views' partitions (QuestDB).
+        let bytes: number
+        if (table) {
+          const sizeOf = async (name: string) => (await qdb(`select sum(diskSize) from table_partitions('${name}')`).catch(() => [[0]]))[0]?.[0] as number ?? 0
+          bytes = 0
+          for (const name of [table, `${table}_1m`, `${table}_1h`, `${table}_1d`]) bytes += Number(await sizeOf(name)) || 0
+        } else {
+          const [row] = await records.unsafe(`select sum(pg_total_relation_size(c.oid))::float8 as bytes from pg_class c where c.relname in ('sensor_readings', 'reading_rollups_1m', 'reading_rollups_1h', 'reading_rollups_1d', 'reading_series') and c.relkind = 'r'`)
+          bytes = Number(row!.bytes)
+        }
+        lines.push(line(NAME, `bytes per reading on disk (${store}, readings + indexes + rollups)`, bytes / total, undefined, 'B', undefined, 'target', `${(bytes / 2 ** 20).toFixed(0)} MiB for ${total} readings; loaded through the API at ${Math.round(total / (loadMs / 1000)).toLocaleString('en-US')} readings/s`))
+        return { lines, details }
+      } finally {
+        await records.end()
+      }
+    })
+  } finally {
+    if (table) await dropTable(table)
+  }
+}
