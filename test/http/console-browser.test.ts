@@ -309,11 +309,15 @@ describe.skipIf(!available)('in a browser', () => {
       const guide = page.locator('details#guide')
       expect(await guide.getAttribute('open')).toBeNull()
       expect(await guide.locator('summary').textContent()).toContain('Authentication')
-      // Nothing lost: the whole description is in the guide, shown when it is opened.
-      const lastLine = page.locator('details#guide >> text=Deprecation')
-      expect(await lastLine.isVisible()).toBe(false)
+      // Nothing lost: every topic of the document's description is in the guide, shown when it is opened.
+      const description: string = (await (await fetch(`${env.baseUrl}/api/v1/openapi.json`)).json()).info.description
+      const topics = [...description.matchAll(/^- \*\*([^*]+)\*\*/gm)].map((m) => m[1]!)
+      expect(topics.length).toBeGreaterThan(10)
+      const body = guide.locator('.description')
+      expect(await body.isVisible()).toBe(false)
       await guide.locator('summary').click()
-      expect(await lastLine.isVisible()).toBe(true)
+      expect(await body.isVisible()).toBe(true)
+      expect(await body.locator('li > strong:first-child').allTextContents()).toEqual(topics)
       // …and only there: the description Swagger UI draws under the title is empty.
       expect((await page.locator('.information-container .info > .info__description').textContent())!.trim()).toBe('')
       expect(await pageWidth()).toBeLessThanOrEqual(viewport.width)
@@ -325,6 +329,36 @@ describe.skipIf(!available)('in a browser', () => {
     await page.goto(`${env.baseUrl}/api/v1/docs`)
     await page.locator('.opblock').first().waitFor()
     await screenshot('docs-first-screen', false)
+  })
+
+  test('pairing without PUBLIC_URL: signed in by localhost, the device\'s 127.0.0.1 link opens the activation form, not the sign-in page', async () => {
+    // PUBLIC_URL unset: publicUrl is the loopback address served (here 127.0.0.1 and the test's port).
+    const loopback = await createTestEnv({ publicUrlIsLoopbackDefault: true })
+    const context = await browser.newContext({ viewport: PHONE })
+    try {
+      const person = await loopback.account({ scopes: ['keys:write', 'sensors:write'] })
+      const tab = await context.newPage()
+      tab.setDefaultTimeout(15_000)
+      const byName = loopback.baseUrl.replace('127.0.0.1', 'localhost')
+      await tab.goto(`${byName}/console`)
+      await tab.fill('#token', person.token)
+      await tab.click('button:has-text("Sign in")')
+      await tab.waitForURL('**/console/keys')
+
+      const claim = await (await fetch(`${byName}/api/v1/sensors/claim/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'TH-2 thermo-hygrometer' }) })).json()
+      expect(claim.verification_uri_complete).toStartWith(`${loopback.baseUrl}/console/activate?user_code=`)
+      for (const viewport of [PHONE, DESKTOP]) {
+        await tab.setViewportSize(viewport)
+        await tab.goto(claim.verification_uri_complete)
+        expect({ width: viewport.width, heading: await tab.textContent('h1') }).toEqual({ width: viewport.width, heading: 'Activate a device' })
+        expect(await tab.inputValue('#user_code')).toBe(claim.user_code)
+      }
+      // The console moved the person to PUBLIC_URL's name before they signed in.
+      expect(new URL(tab.url()).origin).toBe(loopback.baseUrl)
+    } finally {
+      await context.close()
+      await loopback.close()
+    }
   })
 
   test('sign out ends the session', async () => {
