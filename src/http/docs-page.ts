@@ -58,8 +58,10 @@ const ASSETS: Record<string, { type: string; body: () => Blob | string }> = {
 
 /**
  * The document's description (the conventions every operation shares: a page and a half on a desktop, nearly four
- * screens on a phone) is folded into a "Guide" under the title, its summary naming its topics, so the operations
- * start on the first screen; /api/v1/docs#guide opens it. Swagger UI is laid out for a desktop; on a phone (390 px) a tag's long description and the responses' Links
+ * screens on a phone) is folded into a "Guide" under the title (GuideFolded above), its summary naming its topics,
+ * so the operations start on the first screen; /api/v1/docs#guide opens it.
+ *
+ * Swagger UI is laid out for a desktop; on a phone (390 px) a tag's long description and the responses' Links
  * column pushed the page sideways. Narrow screens put a tag's description under its name, drop the Links column
  * (the document declares no response links, so it only ever said "No links"), let long code words break, and scroll
  * whatever is still too wide inside its operation instead of the page.
