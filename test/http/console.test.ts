@@ -380,5 +380,5 @@ describe('without PUBLIC_URL: loopback only, and one host name for the console a
     } finally {
       await server.stop()
     }
-  })
+  }, 180_000) // a child's first embedded start (migrations on PGlite) took 40 s on a busy 2-core machine
 })
