@@ -10,6 +10,12 @@ export interface Config {
    * never on the request's Host or X-Forwarded-* headers, which the caller chooses.
    */
   readonly publicUrl: string
+  /**
+   * PUBLIC_URL was not set, so publicUrl is the loopback address the service listens on. Only then does the console
+   * send a person who came by another loopback name (localhost for 127.0.0.1) to publicUrl's, so the session cookie
+   * and the pairing links share one host. A service reachable from elsewhere must have PUBLIC_URL.
+   */
+  readonly publicUrlIsLoopbackDefault: boolean
   /** Browser origins allowed to call the API (CORS); undefined: no CORS headers at all. */
   readonly corsOrigins: readonly string[] | undefined
   /** PGlite data directory; `memory://` keeps the embedded database in memory (tests). */
@@ -122,16 +128,30 @@ export interface IngestLogConfig {
   readonly lagBoundSeconds: number
 }
 
-/** PUBLIC_URL: an absolute http(s) URL without query or fragment; its trailing slash is dropped. */
-function publicUrl(env: Record<string, string | undefined>, port: number): string {
-  const raw = env.PUBLIC_URL
-  if (raw === undefined || raw === '') return `http://localhost:${port}`
+/** A loopback name or address: only this machine reaches a service listening there. */
+export const isLoopbackHost = (host: string) => host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+
+/**
+ * HOST, and PUBLIC_URL: an absolute http(s) URL without query or fragment, its trailing slash dropped. Without
+ * PUBLIC_URL the service listens on loopback only (HOST defaults to 127.0.0.1, or 0.0.0.0 when PUBLIC_URL is set) and
+ * PUBLIC_URL is that address; a HOST that others can reach needs PUBLIC_URL, since absolute URLs are never built on
+ * the request's Host (the caller chooses it), so the start is refused rather than hand out links nobody can follow.
+ */
+function listenAddress(env: Record<string, string | undefined>, port: number, overrides: Partial<Config>): Pick<Config, 'host' | 'publicUrl' | 'publicUrlIsLoopbackDefault'> {
+  const raw = overrides.publicUrl ?? env.PUBLIC_URL
+  if (raw === undefined || raw === '') {
+    const host = overrides.host ?? (env.HOST || '127.0.0.1')
+    if (!isLoopbackHost(host)) {
+      throw new Error(`PUBLIC_URL must be set when HOST (${host}) is not a loopback address: set it to the URL people and devices use to reach this service (e.g. PUBLIC_URL=http://192.168.1.20:${port}); pairing links and problem types are built on it, never on the request's Host`)
+    }
+    return { host, publicUrl: `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`, publicUrlIsLoopbackDefault: true }
+  }
   let url: URL
   try { url = new URL(raw) } catch { throw new Error(`PUBLIC_URL must be an absolute URL such as https://records.example.com, got "${raw}"`) }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username || url.password) {
     throw new Error(`PUBLIC_URL must be an http(s) URL without credentials, query or fragment, got "${raw}"`)
   }
-  return url.href.replace(/\/+$/, '')
+  return { host: overrides.host ?? (env.HOST || '0.0.0.0'), publicUrl: url.href.replace(/\/+$/, ''), publicUrlIsLoopbackDefault: false }
 }
 
 function ingestLog(env: Record<string, string | undefined>): IngestLogConfig | undefined {
@@ -222,8 +242,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const port = overrides.port ?? int(env, 'PORT', 3000)
   const config: Config = {
     port,
-    host: env.HOST || '0.0.0.0',
-    publicUrl: publicUrl(env, port),
+    ...listenAddress(env, port, overrides),
     corsOrigins: corsOrigins(env),
     dataDir: env.DATA_DIR || './.data',
     databaseUrl: env.DATABASE_URL || undefined,

@@ -68,8 +68,10 @@ button, .button { font: inherit; padding: .5rem 1rem; border-radius: 6px; border
 button.secondary { background: #fff; color: var(--accent); }
 button.danger { background: #fff; color: var(--danger); border-color: var(--danger); }
 button.link { background: none; border: 0; padding: 0; text-decoration: underline; }
-.scopes { display: grid; grid-template-columns: repeat(auto-fill, minmax(9.5rem, 1fr)); gap: .25rem .75rem; margin: .25rem 0 .5rem; }
-.scopes label { font-weight: 400; margin: 0; display: flex; gap: .4rem; align-items: center; }
+/* Columns as wide as the longest scope ("environment:write") and its box; one column when the card is narrower. */
+.scopes { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 12.5rem), 1fr)); gap: .25rem .75rem; margin: .25rem 0 .5rem; }
+.scopes label { font-weight: 400; margin: 0; display: flex; gap: .4rem; align-items: center; min-width: 0; overflow-wrap: anywhere; }
+.scopes input { flex: none; }
 .notice { padding: .6rem .8rem; border-radius: 6px; border: 1px solid; }
 .notice.error { color: var(--danger); border-color: var(--danger); background: #fbefee; }
 .notice.ok { color: var(--accent); border-color: var(--accent); background: #eef6f1; }

@@ -10,6 +10,7 @@ import { animals, environments, sensorDevices } from '../../db/schema/index.ts'
 import { getAccount } from '../accounts.ts'
 import { createKey, findKeyById, listKeys, revokeKeyEverywhere, type KeyRow } from '../auth/keys.ts'
 import { isScope, type Scope } from '../auth/scopes.ts'
+import { isLoopbackHost } from '../config.ts'
 import type { Deps } from '../deps.ts'
 import { ApiError, type FieldError } from '../http/errors.ts'
 import { isId } from '../ids.ts'
@@ -17,7 +18,7 @@ import { planHasAccess, rateLimitFor } from '../plans.ts'
 import { DeviceCreate } from '../modules/sensors/index.ts'
 import { createDevice, getDevice, listDevices, presentDevice } from '../modules/sensors/service.ts'
 import { ASSET_PATH, CONSOLE_CSS, CONSOLE_JS, CONSOLE_PATH, FAVICON_SVG, Html, html, notice, page, type Frame } from './html.ts'
-import { activateBody, devicesBody, deviceBody, errorBody, keysBody, pairedBody, readingsChart, signInBody, type ChannelRowInput } from './pages.ts'
+import { activateBody, devicesBody, deviceBody, errorBody, keysBody, pairedBody, readingsChart, signInBody, unmappedChannels, type ChannelRowInput } from './pages.ts'
 import { pathAndQueryOf } from '../http/request-url.ts'
 import {
   SESSION_COOKIE, SESSION_TTL_MS, SIGN_IN_COOKIE, clearCookie, cookieOf, createSession, endSession, randomToken,
@@ -77,8 +78,23 @@ export function consoleModule(deps: Deps) {
     return account ? { sessionId: sessionId!, session, key, accountName: account.name } : undefined
   }
 
+  /**
+   * Where to send a person who asked for a page by another loopback name than PUBLIC_URL's default (localhost for
+   * 127.0.0.1): a cookie belongs to one host name, so one signed in at one name was asked to sign in again on
+   * following a pairing link at the other. Only while PUBLIC_URL is unset, which the config allows on loopback only;
+   * the Host decides whether to move, never where to: the place is publicUrl.
+   */
+  const canonicalLocation = (request: Request): string | undefined => {
+    const host = request.headers.get('host')?.toLowerCase()
+    if (!deps.config.publicUrlIsLoopbackDefault || !host || (request.method !== 'GET' && request.method !== 'HEAD')) return undefined
+    if (host === new URL(deps.config.publicUrl).host || !isLoopbackHost(host.replace(/:\d+$/, ''))) return undefined
+    return deps.config.publicUrl + pathAndQuery(request)
+  }
+
   /** Runs `handle` for a signed-in person; anyone else is sent to sign in and comes back here afterwards. */
   const signedIn = (handle: (c: Ctx, viewer: Viewer) => Promise<string> | string) => async (c: Ctx) => {
+    const canonical = canonicalLocation(c.request)
+    if (canonical) return redirect(c, canonical)
     const viewer = await viewerOf(c.request)
     if (!viewer) {
       const back = c.request.method === 'GET' ? pathAndQuery(c.request) : `${CONSOLE_PATH}/keys`
@@ -140,6 +156,8 @@ export function consoleModule(deps: Deps) {
     .get(CONSOLE_PATH, (c) => redirect(c, `${CONSOLE_PATH}/keys`), { detail: { hide: true } })
 
     .get(`${CONSOLE_PATH}/sign-in`, async (c) => {
+      const canonical = canonicalLocation(c.request)
+      if (canonical) return redirect(c, canonical)
       if (await viewerOf(c.request)) return redirect(c, safeNext(c.query.next))
       const csrf = cookieOf(c.request, SIGN_IN_COOKIE) ?? randomToken()
       c.set.headers['set-cookie'] = setCookie(c.request, SIGN_IN_COOKIE, csrf, SIGN_IN_FORM_TTL_MS)
@@ -242,14 +260,18 @@ export function consoleModule(deps: Deps) {
       const row = isId('device', id) ? await getDevice(db, viewer.session.accountId, id) : undefined
       if (!row) return respond(c, { title: 'No such device', nav: nav(viewer, 'devices'), body: errorBody('This account has no such device.') }, 404)
       const now = Date.now()
+      const window = { from: now - 24 * 3600 * 1000, to: now }
       // Quarter-hour averages of the last day: at most 96 points per channel, however often the device reports.
-      const buckets = await deps.readings.buckets({ accountId: viewer.session.accountId, deviceId: row.id, from: now - 24 * 3600 * 1000, to: now + 5 * 60 * 1000 }, { intervalMs: 15 * 60 * 1000, aggregates: ['avg'] }, 2000)
+      const buckets = await deps.readings.buckets({ accountId: viewer.session.accountId, deviceId: row.id, from: window.from, to: now + 5 * 60 * 1000 }, { intervalMs: 15 * 60 * 1000, aggregates: ['avg'] }, 2000)
       const points = buckets.map((b) => ({ ts: b.ts, channel: b.channel, metric: b.metric, value: b.avg! }))
       const places = new Map((await environmentsOf(viewer.session.accountId)).map((e) => [e.id, e.name]))
       // A sighting this process has not written back yet (once a second) is newer than the row's: right after a
       // device's first readings, the page said "never" for up to a second.
       const pending = deps.ingest.devices.pendingLastSeen(row.id)
       const seen = pending !== undefined && (!row.last_seen_at || row.last_seen_at.getTime() < pending) ? { ...row, last_seen_at: new Date(pending) } : row
-      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody(presentDevice(seen), places, readingsChart(points)) })
+      const device = presentDevice(seen)
+      // The header and the charts read the same list, so neither lags the other.
+      const unmapped = unmappedChannels(device, points)
+      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody({ ...device, unmapped_channels: unmapped }, places, readingsChart(points, window, unmapped)) })
     }), { params: t.Object({ id: t.String() }), detail: { hide: true } })
 }

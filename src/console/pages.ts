@@ -130,8 +130,12 @@ ${devices.map((d) => html`<tr><td data-label="Device"><a href="${CONSOLE_PATH}/d
 const round = (n: number) => Math.round(n * 100) / 100
 const PALETTE = ['#2f6b4f', '#b5542d', '#2d5fb5', '#8a3fa0', '#9a7a10', '#1f8a8a']
 const METRIC_BY_ID = new Map(METRICS.map((m) => [m.id, m]))
-/** Hours and minutes, UTC (the axis spans a day). */
+const HOUR_MS = 3600 * 1000
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
+/** Hours and minutes, UTC. */
 const clock = (ts: number) => new Date(ts).toISOString().slice(11, 16)
+/** "26 Nov", UTC. */
+const day = (ts: number) => `${new Date(ts).getUTCDate()} ${MONTHS[new Date(ts).getUTCMonth()]}`
 
 /** A point of a channel's series (a bucket's average). */
 export interface ChartPoint { ts: number; channel: string; metric: string | null; value: number }
@@ -148,11 +152,36 @@ function ticksFor(lo: number, hi: number): { ticks: number[]; decimals: number }
 }
 
 /**
- * One chart per metric (units differ, so each gets its own y-axis in its unit), an unmapped channel on its own;
- * all share the time axis. Sized so that on a phone the SVG is drawn at about its own scale, and its 12-unit labels
- * are about 12 px: one chart of every channel, each scaled to its own range, drew 11-unit labels at about 6 px there.
+ * Round times (whole multiples of 1, 2, 3, 6 or 12 hours, UTC) at most five to the span, so labels are evenly
+ * spaced and name hours a person reads at a glance; the first one and each midnight also carry the date.
  */
-export function readingsChart(rows: readonly ChartPoint[]): Html {
+export function timeTicksFor(from: number, to: number): { ts: number; date: boolean }[] {
+  const step = [1, 2, 3, 6, 12, 24].map((hours) => hours * HOUR_MS).find((candidate) => (to - from) / candidate <= 5) ?? 24 * HOUR_MS
+  const ticks: { ts: number; date: boolean }[] = []
+  for (let ts = Math.ceil(from / step) * step; ts <= to; ts += step) ticks.push({ ts, date: !ticks.length || ts % (24 * HOUR_MS) === 0 })
+  return ticks
+}
+
+/**
+ * The channels the device page calls unmapped: those ingest recorded as such, and any whose latest reading shown
+ * arrived without a metric (ingest writes the former back up to a second after the readings can be read, so the
+ * header said "none" above an unmapped channel's chart), less those mapped since.
+ */
+export function unmappedChannels(device: PresentedDevice, rows: readonly ChartPoint[]): string[] {
+  const latest = new Map<string, ChartPoint>()
+  for (const row of rows) if ((latest.get(row.channel)?.ts ?? -Infinity) <= row.ts) latest.set(row.channel, row)
+  const mapped = new Set(device.channels.filter((c) => c.metric).map((c) => c.key))
+  const recorded = [...latest.values()].filter((row) => row.metric === null).map((row) => row.channel)
+  return [...new Set([...device.unmapped_channels, ...recorded])].filter((channel) => !mapped.has(channel)).sort()
+}
+
+/**
+ * One chart per metric (units differ, so each gets its own y-axis in its unit), an unmapped channel on its own;
+ * all share the time axis, which spans `window` (the last 24 hours). Sized so that on a phone the SVG is drawn at
+ * about its own scale, and its 12-unit labels are about 12 px: one chart of every channel, each scaled to its own
+ * range, drew 11-unit labels at about 6 px there. `unmapped` is the page's list, so a chart's title agrees with it.
+ */
+export function readingsChart(rows: readonly ChartPoint[], window: { from: number; to: number }, unmapped: readonly string[]): Html {
   if (!rows.length) return html`<p class="muted">No readings in the last 24 hours.</p>`
   const byChannel = new Map<string, ChartPoint[]>()
   for (const row of rows) byChannel.set(row.channel, [...(byChannel.get(row.channel) ?? []), row])
@@ -162,23 +191,24 @@ export function readingsChart(rows: readonly ChartPoint[]): Html {
     const group = c.metric ?? `channel:${c.channel}`
     groups.set(group, [...(groups.get(group) ?? []), c])
   }
-  const [w, h, left, right, top, bottom] = [320, 170, 44, 12, 10, 30]
-  const t0 = Math.min(...rows.map((r) => r.ts))
-  const t1 = Math.max(...rows.map((r) => r.ts))
+  const [w, h, left, right, top, bottom] = [320, 184, 44, 22, 10, 44]
+  const t0 = Math.min(window.from, ...rows.map((r) => r.ts))
+  const t1 = Math.max(window.to, ...rows.map((r) => r.ts))
   const x = (ts: number) => left + ((ts - t0) / Math.max(1, t1 - t0)) * (w - left - right)
+  const timeLabels = timeTicksFor(t0, t1).map(({ ts, date }) => html`<line x1="${x(ts).toFixed(1)}" y1="${h - bottom}" x2="${x(ts).toFixed(1)}" y2="${h - bottom + 4}" stroke="#9aa39e"/><text class="x-label" text-anchor="middle" y="${h - bottom + 17}"><tspan x="${x(ts).toFixed(1)}">${clock(ts)}</tspan>${date ? html`<tspan class="x-date" x="${x(ts).toFixed(1)}" dy="14">${day(ts)}</tspan>` : ''}</text>`)
   const charts = [...groups.values()].map((members) => {
     const values = members.flatMap((m) => m.series.map((r) => r.value))
     const { ticks, decimals } = ticksFor(Math.min(...values), Math.max(...values))
     const [lo, hi] = [ticks[0]!, ticks.at(-1)!]
     const y = (v: number) => h - bottom - ((v - lo) / (hi - lo)) * (h - top - bottom)
-    const metric = members[0]!.metric ? METRIC_BY_ID.get(members[0]!.metric) : undefined
-    const title = metric ? `${metric.name} (${metric.unit})` : members[0]!.metric ?? `${members[0]!.channel} (unmapped)`
+    const first = members[0]!
+    const metric = first.metric ? METRIC_BY_ID.get(first.metric) : undefined
+    const title = metric ? `${metric.name} (${metric.unit})` : first.metric ?? `${first.channel} (${unmapped.includes(first.channel) ? 'unmapped' : 'no metric when recorded'})`
     const grid = ticks.map((v) => html`<line x1="${left}" y1="${y(v).toFixed(1)}" x2="${w - right}" y2="${y(v).toFixed(1)}" stroke="#e6eae7"/><text class="y-label" x="${left - 6}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${v.toFixed(decimals)}</text>`)
-    const times = [[t0, 'start'], [(t0 + t1) / 2, 'middle'], [t1, 'end']] as const
     const lines = members.map((m) => html`<polyline fill="none" stroke="${m.color}" stroke-width="2" points="${m.series.map((r) => `${x(r.ts).toFixed(1)},${y(r.value).toFixed(1)}`).join(' ')}"/>`)
     return html`<figure class="chart"><figcaption>${title}</figcaption>
 <svg class="chart" viewBox="0 0 ${w} ${h}" role="img" aria-label="${title}, last 24 hours" font-size="12" fill="#5b6660">${grid}
-<line x1="${left}" y1="${h - bottom}" x2="${w - right}" y2="${h - bottom}" stroke="#9aa39e"/>${times.map(([ts, anchor]) => html`<text class="x-label" x="${x(ts).toFixed(1)}" y="${h - 10}" text-anchor="${anchor}">${clock(ts)}</text>`)}${lines}</svg></figure>`
+<line x1="${left}" y1="${h - bottom}" x2="${w - right}" y2="${h - bottom}" stroke="#9aa39e"/>${timeLabels}${lines}</svg></figure>`
   })
   const summary = channels.map((c) => {
     const values = c.series.map((r) => r.value)

@@ -25,8 +25,25 @@ const DOCUMENT_URL = `${API_PREFIX}/openapi.json`
 const INIT_SCRIPT = `const ResolveAfterPaint = () => ({ statePlugins: { spec: { wrapActions: {
   requestResolvedSubtree: (resolve) => (path) => { requestAnimationFrame(() => setTimeout(() => resolve(path))) },
 } } } })
+const GuideFolded = (system) => {
+  const React = system.React
+  const h = React.createElement
+  return {
+    statePlugins: { spec: { wrapSelectors: { selectInfoDescriptionField: () => () => undefined } } },
+    // The document is OpenAPI 3.1, whose title block is OAS31Info (the plain info component hands over to it).
+    wrapComponents: { OAS31Info: (Original) => (props) => {
+      const description = system.specSelectors.info().get('description') || ''
+      const topics = [...description.matchAll(/^- \\*\\*([^*]+)\\*\\*/gm)].map((m) => m[1])
+      const Markdown = system.getComponent('Markdown', true)
+      const guide = h('details', { id: 'guide', className: 'guide', open: location.hash === '#guide' },
+        h('summary', null, h('strong', null, 'Guide'), topics.length ? ': ' + topics.join(' · ') : ''),
+        h('div', { className: 'info__description description' }, h(Markdown, { source: description })))
+      return h(React.Fragment, null, h(Original, props), guide)
+    } },
+  }
+}
 window.ui = SwaggerUIBundle({
-  url: ${JSON.stringify(DOCUMENT_URL)}, dom_id: '#reference', validatorUrl: null, plugins: [ResolveAfterPaint],
+  url: ${JSON.stringify(DOCUMENT_URL)}, dom_id: '#reference', validatorUrl: null, plugins: [ResolveAfterPaint, GuideFolded],
   deepLinking: true, filter: true, docExpansion: 'list', defaultModelsExpandDepth: 0, displayRequestDuration: true,
 })`
 
@@ -40,13 +57,23 @@ const ASSETS: Record<string, { type: string; body: () => Blob | string }> = {
 }
 
 /**
+ * The document's description (the conventions every operation shares: a page and a half on a desktop, nearly four
+ * screens on a phone) is folded into a "Guide" under the title (GuideFolded above), its summary naming its topics,
+ * so the operations start on the first screen; /api/v1/docs#guide opens it.
+ *
  * Swagger UI is laid out for a desktop; on a phone (390 px) a tag's long description and the responses' Links
  * column pushed the page sideways. Narrow screens put a tag's description under its name, drop the Links column
  * (the document declares no response links, so it only ever said "No links"), let long code words break, and scroll
  * whatever is still too wide inside its operation instead of the page.
  */
 const PHONE_CSS = `body{margin:0} .topbar{display:none}
+.swagger-ui .information-container .info{margin:24px 0 8px}
+.swagger-ui details.guide{margin:0 0 16px;font:14px/1.5 sans-serif;color:#3b4151}
+.swagger-ui details.guide>summary{cursor:pointer}
+.swagger-ui details.guide[open]>summary{margin-bottom:8px}
 @media (max-width: 600px) {
+  .swagger-ui .info .title{font-size:26px}
+  .swagger-ui .scheme-container{padding:12px 0}
   .swagger-ui .wrapper{padding:0 12px}
   .swagger-ui .opblock-tag{flex-wrap:wrap}
   .swagger-ui .opblock-tag>a{flex:1}

@@ -22,6 +22,8 @@ describe.skipIf(!available)('in a browser', () => {
   let browser: import('playwright-core').Browser
   let page: import('playwright-core').Page
   let demoToken: string
+  /** The device the pairing test pairs, for the tests after it. */
+  let paired: { device_id: string; device_key: string }
   const leftLoopback: string[] = []
 
   beforeAll(async () => {
@@ -95,6 +97,32 @@ describe.skipIf(!available)('in a browser', () => {
     expect((await call('/api/v1/animals')).status).toBe(401)
   })
 
+  test('the scope checkboxes at 390 px and 1280 px: each label within its cell and the card, none over another', async () => {
+    await page.goto(`${env.baseUrl}/console/keys`)
+    for (const viewport of [PHONE, DESKTOP]) {
+      await page.setViewportSize(viewport)
+      const layout = await page.locator('.scopes').evaluate((grid) => {
+        const card = grid.closest('section')!.getBoundingClientRect()
+        return [...grid.querySelectorAll('label')].map((label) => {
+          // The text as drawn: a label's box stays in its grid cell while text too long for it runs on past it.
+          const range = (globalThis as any).document.createRange()
+          range.selectNodeContents(label)
+          const text = range.getBoundingClientRect()
+          const cell = label.getBoundingClientRect()
+          return { scope: label.textContent!.trim(), text: { left: text.left, right: text.right, top: text.top, bottom: text.bottom }, cellRight: cell.right, cardRight: card.right - 16 }
+        })
+      })
+      expect(layout.length).toBeGreaterThan(10)
+      for (const l of layout) {
+        expect({ width: viewport.width, scope: l.scope, inCell: l.text.right <= l.cellRight + 0.5, inCard: l.text.right <= l.cardRight + 0.5 }).toEqual({ width: viewport.width, scope: l.scope, inCell: true, inCard: true })
+      }
+      const overlapping = layout.flatMap((a, i) => layout.slice(i + 1).filter((b) =>
+        a.text.left < b.text.right - 0.5 && b.text.left < a.text.right - 0.5 && a.text.top < b.text.bottom - 0.5 && b.text.top < a.text.bottom - 0.5).map((b) => `${a.scope} / ${b.scope}`))
+      expect({ width: viewport.width, overlapping }).toEqual({ width: viewport.width, overlapping: [] })
+    }
+    await screenshot('keys', true, page.locator('.scopes'))
+  })
+
   test('complete a pairing: claim/start → the console → the polling device receives its key', async () => {
     const claim = await (await fetch(`${env.baseUrl}/api/v1/sensors/claim/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'TH-2 thermo-hygrometer', hardware_id: '24:6f:28:aa:01:02' }) })).json()
     const poll = async () => (await fetch(`${env.baseUrl}/api/v1/sensors/claim/status?claim_id=${claim.claim_id}`)).json()
@@ -118,6 +146,7 @@ describe.skipIf(!available)('in a browser', () => {
     let state: any
     await waitFor(async () => { state = await poll(); return state.status === 'claimed' }, 10_000, 200)
     expect(state.device_key).toMatch(/^hrs_dev_/)
+    paired = state
 
     const now = Date.now()
     const readings = Array.from({ length: 48 }, (_, i) => [
@@ -140,7 +169,6 @@ describe.skipIf(!available)('in a browser', () => {
     await row.locator('a').click()
     await page.waitForSelector('svg.chart polyline')
     expect(await page.locator('svg.chart polyline').count()).toBe(3)
-    await screenshot('device')
   })
 
   test('the console on a phone: a chart per metric with its own axis, channels within the page, a grouped environment picker', async () => {
@@ -184,6 +212,65 @@ describe.skipIf(!available)('in a browser', () => {
     await page.setViewportSize(DESKTOP)
   })
 
+  test('the time axis at 390 px and 1280 px: round, evenly spaced times, the date under the first and at midnight, no label over another', async () => {
+    await page.goto(`${env.baseUrl}/console/devices/${paired.device_id}`)
+    await page.waitForSelector('svg.chart polyline')
+    for (const viewport of [PHONE, DESKTOP]) {
+      await page.setViewportSize(viewport)
+      const axes = await page.locator('svg.chart').evaluateAll((svgs) => svgs.map((svg) => {
+        const box = svg.getBoundingClientRect()
+        return {
+          box: { left: box.left, right: box.right },
+          labels: [...svg.querySelectorAll('text.x-label')].map((label) => {
+            const rect = label.getBoundingClientRect()
+            return { time: label.querySelector('tspan')!.textContent!, date: label.querySelector('.x-date')?.textContent ?? null, x: Number(label.querySelector('tspan')!.getAttribute('x')), left: rect.left, right: rect.right }
+          }),
+        }
+      }))
+      expect(axes.length).toBe(3)
+      for (const axis of axes) {
+        const { labels } = axis
+        expect(labels.length).toBeGreaterThanOrEqual(3)
+        // Round: whole hours, a whole number of steps apart; even: the same distance apart on the chart.
+        const hours = labels.map((l) => { expect(l.time).toMatch(/^\d\d:00$/); return Number(l.time.slice(0, 2)) })
+        const steps = hours.slice(1).map((hour, i) => (hour - hours[i]! + 24) % 24)
+        expect(new Set(steps).size).toBe(1)
+        expect(hours.every((hour) => hour % steps[0]! === 0)).toBe(true)
+        const gaps = labels.slice(1).map((l, i) => l.x - labels[i]!.x)
+        for (const gap of gaps) expect(Math.abs(gap - gaps[0]!)).toBeLessThan(0.2)
+        // A 24-hour span names its day: the first label and any midnight carry the date ("26 Nov").
+        expect(labels[0]!.date).toMatch(/^\d{1,2} [A-Z][a-z]{2}$/)
+        for (const l of labels) expect({ time: l.time, dated: l.date !== null }).toEqual({ time: l.time, dated: l === labels[0] || l.time === '00:00' })
+        for (const [i, l] of labels.entries()) {
+          expect({ width: viewport.width, time: l.time, inside: l.left >= axis.box.left && l.right <= axis.box.right }).toEqual({ width: viewport.width, time: l.time, inside: true })
+          if (i) expect({ width: viewport.width, time: l.time, clear: l.left > labels[i - 1]!.right }).toEqual({ width: viewport.width, time: l.time, clear: true })
+        }
+      }
+    }
+    await screenshot('device')
+  })
+
+  test('a device page lists a channel as unmapped as soon as its chart shows one (before ingest writes the channel back)', async () => {
+    // Ingest notes a newly unmapped channel on the device row in the background, once a second; stopped here, so
+    // the row never learns of x8 and the page has only the readings to go by.
+    env.deps.ingest.devices.stop()
+    const now = Date.now()
+    const readings = Array.from({ length: 6 }, (_, i) => ({ channel: 'x8', value: 2 + i, ts: now - (5 - i) * 15 * 60_000 }))
+    const sent = await fetch(`${env.baseUrl}/api/v1/sensors/readings`, { method: 'POST', headers: { authorization: `Bearer ${paired.device_key}`, 'content-type': 'application/json' }, body: JSON.stringify({ readings }) })
+    expect(sent.status).toBe(202)
+    const device = await (await fetch(`${env.baseUrl}/api/v1/sensors/devices/${paired.device_id}`, { headers: { authorization: `Bearer ${paired.device_key}` } })).json()
+    expect(device.unmapped_channels).toEqual(['x9'])
+
+    await waitFor(async () => {
+      await page.goto(`${env.baseUrl}/console/devices/${paired.device_id}`)
+      return (await page.locator('figure.chart figcaption').allTextContents()).includes('x8 (unmapped)')
+    }, 10_000, 100)
+    const header = await page.locator('.facts div', { has: page.locator('dt', { hasText: 'Unmapped channels' }) }).locator('.tag').allTextContents()
+    const charted = (await page.locator('figure.chart figcaption').allTextContents()).filter((title) => title.endsWith(' (unmapped)')).map((title) => title.split(' ')[0])
+    expect(header).toEqual(['x8', 'x9'])
+    expect(charted.sort()).toEqual(header)
+  })
+
   test('the docs page renders offline and finds an operation', async () => {
     await page.goto(`${env.baseUrl}/api/v1/docs`)
     const operation = page.locator('.opblock-summary', { hasText: 'List animals' }).first()
@@ -209,6 +296,69 @@ describe.skipIf(!available)('in a browser', () => {
     await create.locator('.responses-wrapper').waitFor()
     expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width)
     await page.setViewportSize(DESKTOP)
+  })
+
+  test('the docs page at 390 px and 1280 px: the first operation on the first screen, the guide folded above it and whole', async () => {
+    for (const viewport of [PHONE, DESKTOP]) {
+      await page.setViewportSize(viewport)
+      await page.goto(`${env.baseUrl}/api/v1/docs`)
+      const first = page.locator('.opblock').first()
+      await first.waitFor()
+      const top = (await first.boundingBox())!.y
+      expect({ width: viewport.width, top, onFirstScreen: top + 40 <= viewport.height }).toEqual({ width: viewport.width, top, onFirstScreen: true })
+      const guide = page.locator('details#guide')
+      expect(await guide.getAttribute('open')).toBeNull()
+      expect(await guide.locator('summary').textContent()).toContain('Authentication')
+      // Nothing lost: every topic of the document's description is in the guide, shown when it is opened.
+      const description: string = (await (await fetch(`${env.baseUrl}/api/v1/openapi.json`)).json()).info.description
+      const topics = [...description.matchAll(/^- \*\*([^*]+)\*\*/gm)].map((m) => m[1]!)
+      expect(topics.length).toBeGreaterThan(10)
+      const body = guide.locator('.description')
+      expect(await body.isVisible()).toBe(false)
+      await guide.locator('summary').click()
+      expect(await body.isVisible()).toBe(true)
+      expect(await body.locator('li > strong:first-child').allTextContents()).toEqual(topics)
+      // …and only there: the description Swagger UI draws under the title is empty.
+      expect((await page.locator('.information-container .info > .info__description').textContent())!.trim()).toBe('')
+      expect(await pageWidth()).toBeLessThanOrEqual(viewport.width)
+    }
+    // A link to the guide opens it.
+    await page.goto(`${env.baseUrl}/api/v1/docs#guide`)
+    await page.locator('details#guide').waitFor()
+    expect(await page.locator('details#guide').getAttribute('open')).not.toBeNull()
+    await page.goto(`${env.baseUrl}/api/v1/docs`)
+    await page.locator('.opblock').first().waitFor()
+    await screenshot('docs-first-screen', false)
+  })
+
+  test('pairing without PUBLIC_URL: signed in by localhost, the device\'s 127.0.0.1 link opens the activation form, not the sign-in page', async () => {
+    // PUBLIC_URL unset: publicUrl is the loopback address served (here 127.0.0.1 and the test's port).
+    const loopback = await createTestEnv({ publicUrlIsLoopbackDefault: true })
+    const context = await browser.newContext({ viewport: PHONE })
+    try {
+      const person = await loopback.account({ scopes: ['keys:write', 'sensors:write'] })
+      const tab = await context.newPage()
+      tab.setDefaultTimeout(15_000)
+      const byName = loopback.baseUrl.replace('127.0.0.1', 'localhost')
+      await tab.goto(`${byName}/console`)
+      await tab.fill('#token', person.token)
+      await tab.click('button:has-text("Sign in")')
+      await tab.waitForURL('**/console/keys')
+
+      const claim = await (await fetch(`${byName}/api/v1/sensors/claim/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'TH-2 thermo-hygrometer' }) })).json()
+      expect(claim.verification_uri_complete).toStartWith(`${loopback.baseUrl}/console/activate?user_code=`)
+      for (const viewport of [PHONE, DESKTOP]) {
+        await tab.setViewportSize(viewport)
+        await tab.goto(claim.verification_uri_complete)
+        expect({ width: viewport.width, heading: await tab.textContent('h1') }).toEqual({ width: viewport.width, heading: 'Activate a device' })
+        expect(await tab.inputValue('#user_code')).toBe(claim.user_code)
+      }
+      // The console moved the person to PUBLIC_URL's name before they signed in.
+      expect(new URL(tab.url()).origin).toBe(loopback.baseUrl)
+    } finally {
+      await context.close()
+      await loopback.close()
+    }
   })
 
   test('sign out ends the session', async () => {

@@ -8,6 +8,10 @@ import { createTestEnv, type TestEnv } from '../helpers.ts'
 import { ENVIRONMENT_KINDS } from '../../db/schema/records.ts'
 import { environments } from '../../db/schema/index.ts'
 import { newId } from '../../src/ids.ts'
+import { loadConfig } from '../../src/config.ts'
+import { join } from 'node:path'
+import { freePort, runProcess } from '../../bench/lib/processes.ts'
+import { startServer, tempDataDir } from '../process-helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => { env = await createTestEnv() })
@@ -335,3 +339,46 @@ describe('small things a person sees', () => {
   })
 })
 
+
+describe('without PUBLIC_URL: loopback only, and one host name for the console and its pairing links', () => {
+  test('HOST defaults to 127.0.0.1 and PUBLIC_URL to it; a HOST others can reach needs PUBLIC_URL, and the start says so', () => {
+    expect(loadConfig({})).toMatchObject({ host: '127.0.0.1', publicUrl: 'http://127.0.0.1:3000', publicUrlIsLoopbackDefault: true })
+    expect(loadConfig({ HOST: 'localhost', PORT: '8080' })).toMatchObject({ host: 'localhost', publicUrl: 'http://localhost:8080', publicUrlIsLoopbackDefault: true })
+    expect(loadConfig({ HOST: '::1' })).toMatchObject({ publicUrl: 'http://[::1]:3000', publicUrlIsLoopbackDefault: true })
+    // With PUBLIC_URL, HOST keeps its old default: a deployment that sets PUBLIC_URL is served on every interface.
+    expect(loadConfig({ PUBLIC_URL: 'https://records.example.com/' })).toMatchObject({ host: '0.0.0.0', publicUrl: 'https://records.example.com', publicUrlIsLoopbackDefault: false })
+    expect(loadConfig({ HOST: '0.0.0.0', PUBLIC_URL: 'http://192.168.1.20:3000' })).toMatchObject({ host: '0.0.0.0', publicUrl: 'http://192.168.1.20:3000', publicUrlIsLoopbackDefault: false })
+    for (const host of ['0.0.0.0', '::', '192.168.1.20', 'records.example.com', '127.0.0.1.example.com']) {
+      expect(() => loadConfig({ HOST: host })).toThrow(`PUBLIC_URL must be set when HOST (${host}) is not a loopback address`)
+    }
+  })
+
+  test('a HOST others can reach without PUBLIC_URL: the service does not start, and names both variables', async () => {
+    const { code, stdout, stderr } = await runProcess([process.execPath, 'src/main.ts'], { HOST: '0.0.0.0', PORT: String(freePort()), DATA_DIR: join(tempDataDir(), 'data'), DEMO: '0' }, 60_000)
+    expect(code).not.toBe(0)
+    expect(stdout + stderr).toContain('PUBLIC_URL must be set when HOST (0.0.0.0) is not a loopback address')
+  })
+
+  test('the real service: a pairing started by either name links to 127.0.0.1, and the console sends a person who came by localhost there', async () => {
+    const server = await startServer({ HOST: '', DATA_DIR: join(tempDataDir(), 'data'), DEMO: '0' })
+    try {
+      const byName = `http://localhost:${server.port}`
+      const canonical = `http://127.0.0.1:${server.port}`
+      for (const base of [byName, canonical]) {
+        const claim = await (await fetch(`${base}/api/v1/sensors/claim/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'TH-2' }) })).json()
+        expect(claim.verification_uri_complete).toBe(`${canonical}/console/activate?user_code=${claim.user_code}`)
+      }
+      for (const path of ['/console/activate?user_code=BCDF-GHJK', '/console/sign-in?next=%2Fconsole%2Fdevices', '/console/keys']) {
+        const moved = await fetch(byName + path, { redirect: 'manual' })
+        expect({ path, status: moved.status, location: moved.headers.get('location') }).toEqual({ path, status: 303, location: canonical + path })
+      }
+      // At PUBLIC_URL's own name the console behaves as ever (a person not signed in is asked to), and the API
+      // answers by either name.
+      const here = await fetch(`${canonical}/console/activate?user_code=BCDF-GHJK`, { redirect: 'manual' })
+      expect(here.headers.get('location')).toBe(`/console/sign-in?next=${encodeURIComponent('/console/activate?user_code=BCDF-GHJK')}`)
+      expect((await fetch(`${byName}/api/v1/status`, { redirect: 'manual' })).status).toBe(200)
+    } finally {
+      await server.stop()
+    }
+  }, 180_000) // a child's first embedded start (migrations on PGlite) took 40 s on a busy 2-core machine
+})
