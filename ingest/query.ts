@@ -59,7 +59,8 @@ are plain decimals that read back to the same double (e.g. \`21.5\`, \`-0.25\`, 
 metric, an empty bucket's aggregate). A field holding a comma, a double quote, CR or LF is enclosed in double quotes with inner quotes
 doubled; nothing else is quoted and nothing is escaped against spreadsheet formulas (values are data, sent as stored).
 One response is one file of at most \`limit\` rows. When more rows follow, the response carries \`Link: <…>; rel="next"\` (RFC 8288; the
-same request with the \`cursor\` for the next file) and \`Next-Cursor\`; without them this file is the last. A cursor fixes the window, so
+same request with the \`cursor\` for the next file) and \`Next-Cursor\`; without them this file is the last. A file of buckets ends at a bucket
+boundary (the series in scope × whole buckets fit in \`limit\`), so it may hold fewer rows than \`limit\`, even none, while more follow. A cursor fixes the window, so
 files follow on without gaps or repeats. A stream that breaks off (the store failed mid-file) ends without the chunked terminator, so the
 client sees a transfer error rather than a short file.`
 
@@ -211,22 +212,38 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
         return toPage(await fetchRows(rowLimit + 1, after), rowLimit, deps.cursors, scope, (r) => [...window, ...positionKey(r)], present)
       }
 
-      // CSV: the next file's cursor goes in the headers, sent before the body, so the row this file ends at is
-      // found first (the store skips to it); the file then streams up to that row, a step at a time.
+      // CSV: the next file's cursor goes in the headers, sent before the body, so where this file ends is decided
+      // first. A file of buckets ends at a bucket boundary before which at most `limit` rows can lie (the series in
+      // scope × whole buckets), so nothing is read twice; a raw file finds its last row first (the store skips to it).
       const fileLimit = rowLimit
-      const edge = await fetchRows(2, after, fileLimit - 1)
-      const last = edge.length === 2 ? positionKey(edge[0]!) : undefined
+      let next: SeriesPosition | undefined
+      /** Whether a row is this file's last (`last`) or lies past the file (`past`). */
+      let placeOf: (row: Row) => 'in' | 'last' | 'past'
+      if (spec) {
+        const first = after ? after[0] : Math.floor(from / spec.intervalMs) * spec.intervalMs
+        const fileEnd = first + Math.max(1, Math.floor(fileLimit / Math.max(1, series))) * spec.intervalMs
+        // More rows follow if a reading lies past the file's end (without a fill), or (with one) if any series has a
+        // reading in the window: then every bucket has rows.
+        const more = fileEnd < to && (await read((signal) => (spec.fill === 'none' ? store.raw({ ...filter, from: fileEnd }, 1, undefined, 0, signal) : store.latest(filter, 1, undefined, signal)))).length > 0
+        if (more) next = [fileEnd, '', '']
+        placeOf = (row) => (row.ts >= fileEnd ? 'past' : 'in')
+      } else {
+        const edge = await fetchRows(2, after, fileLimit - 1)
+        const last = edge.length === 2 ? positionKey(edge[0]!) : undefined
+        next = last
+        placeOf = (row) => (last && samePosition(positionKey(row), last) ? 'last' : 'in')
+      }
       const headers: Record<string, string> = {
         ...(set.headers as Record<string, string>),
         'content-type': 'text/csv; charset=utf-8; header=present',
         'content-disposition': 'attachment; filename="readings.csv"',
       }
-      if (last) {
-        const next = encodePosition(last)
+      if (next) {
+        const cursor = encodePosition(next)
         const query = new URLSearchParams(queryOf(request.url))
-        query.set('cursor', next)
+        query.set('cursor', cursor)
         headers['link'] = `<${pathOf(request.url)}?${query}>; rel="next"`
-        headers['next-cursor'] = next
+        headers['next-cursor'] = cursor
       }
       const columns = ['ts', 'device_id', 'channel', 'metric', 'environment_id', ...(spec ? spec.aggregates : ['value'] as const)]
       const encoder = new TextEncoder()
@@ -242,8 +259,10 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
             const rows = await fetchRows(CSV_STEP_ROWS, resumeAfter, 0, true)
             let finished = rows.length < CSV_STEP_ROWS
             for (const row of rows) {
+              const place = placeOf(row)
+              if (place === 'past') { finished = true; break }
               text += csvLine(columns.map((c) => (c === 'ts' ? new Date(row.ts).toISOString() : row[c as keyof Row])))
-              if (last && samePosition(positionKey(row), last)) { finished = true; break }
+              if (place === 'last') { finished = true; break }
             }
             if (rows.length) resumeAfter = positionKey(rows[rows.length - 1]!)
             controller.enqueue(encoder.encode(text))
