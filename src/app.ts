@@ -100,7 +100,15 @@ export function createApp(deps: Deps) {
       },
     },
   })
-    .onRequest(({ request, set }) => {
+    .onRequest(({ request, set }): Response | Promise<Response | void> | void => {
+      // HEAD is GET without the body (RFC 9110 §9.3.2): the same request is answered as a GET, through every check
+      // (same status, ETag, RateLimit and Content-Type headers), and Bun sends that response's headers only.
+      if (request.method === 'HEAD') {
+        requestState(request).answeredAsGet = true
+        const get = new Request(request, { method: 'GET' })
+        requestState(get).method = 'HEAD'
+        return (app as AnyElysia).handle(get)
+      }
       // A browser's preflight carries no key: answered before the pipeline, for allowed origins only.
       if (cors && request.method === 'OPTIONS') {
         const answer = cors.preflight(request, pathOf(request.url), routeTable!)
@@ -152,8 +160,10 @@ export function createApp(deps: Deps) {
     })
     .onAfterResponse(({ request, route, set, responseValue }) => {
       const state = requestState(request)
+      // A HEAD is logged once, by the GET that answered it (under its route, as HEAD).
+      if (state.answeredAsGet) return
       const status = state.errorStatus ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200)
-      recordRequest(deps, request.method, routeLabel(route), status, state)
+      recordRequest(deps, state.method ?? request.method, routeLabel(route), status, state)
     })
     .use(platformModule(deps, health))
     .use(metricsModule(deps, health))
