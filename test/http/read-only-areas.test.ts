@@ -160,7 +160,7 @@ describe('read-only areas', () => {
         for (const key of [owner, none]) {
           const res = await env.request(method, `/api/v1${area.path}`, { token: key.token, body: { name: 'x' } })
           await problem(res, 405, 'method_not_allowed')
-          expect(res.headers.get('allow')).toBe('GET')
+          expect(res.headers.get('allow')).toBe('GET, HEAD')
         }
       }
       // An item path under the area is not served either; a write there is still a v1 write that does not exist.
