@@ -10,7 +10,7 @@ import { buildOpenApiDocument } from './http/openapi-document.ts'
 import { parseJsonBody, unstorableFields } from './http/json-body.ts'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { op } from './http/operation.ts'
-import { readBody } from './http/checks/body-limits.ts'
+import { readBody, RUNTIME_BODY_LIMIT } from './http/checks/body-limits.ts'
 import { API_PREFIX, createPipeline } from './http/pipeline.ts'
 import { requestState, type RequestState } from './http/request-state.ts'
 import { routeLabel } from './observability.ts'
@@ -93,6 +93,8 @@ export function createApp(deps: Deps) {
     // The last resort, for an error thrown where Elysia's onError cannot catch it: our problem+json, never the
     // runtime's HTML error page (which would also show a stack in development mode).
     serve: {
+      // Every body reaches the checks, which answer 413 as problem+json (checks/body-limits.ts).
+      maxRequestBodySize: RUNTIME_BODY_LIMIT,
       error(error: Error) {
         const requestId = `req_${ulid()}`
         deps.log.error('request failed outside the app', { request_id: requestId, error: String(error?.stack ?? error) })

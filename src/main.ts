@@ -7,7 +7,6 @@ import { purgeExpiredIdempotencyKeys } from './http/idempotency.ts'
 import { demoEnabled, seedDemoAccount } from './seed.ts'
 import { startMqttListener } from '../ingest/mqtt.ts'
 
-const MAX_SERVER_BODY_BYTES = 8 * 1024 * 1024 // a backstop; the API's own 1 MiB limit answers 413 as problem+json
 /**
  * A start that cannot go on because of how it was configured (a bad variable, a port already taken) ends with one
  * line saying what to change, and exit code 2: no stack, which would point at our code instead of the setting.
@@ -45,7 +44,7 @@ async function serve() {
   const app = createApp(deps)
   deps.dispatcher.start()
   try {
-    app.listen({ port: config.port, hostname: config.host, reusePort: config.workers > 1, maxRequestBodySize: MAX_SERVER_BODY_BYTES })
+    app.listen({ port: config.port, hostname: config.host, reusePort: config.workers > 1 })
   } catch (error) {
     await deps.close()
     refuseStart(listenRefusal('PORT', config.port, config.host, error))

@@ -2,6 +2,7 @@
 // written only as decimal digits, ping values only as JSON numbers, and impossible calendar days and times refused
 // (over HTTP and MQTT, which share ingest/parse.ts) instead of being moved to the next valid instant.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { connect } from 'node:net'
 import { eq } from 'drizzle-orm'
 import mqtt from 'mqtt'
 import { sensorReadings } from '../../db/schema/index.ts'
@@ -154,5 +155,44 @@ describe('impossible calendar days and times', () => {
     } finally {
       await client.endAsync(true)
     }
+  })
+})
+
+/** Sends `text` as written on a fresh connection; resolves with what came back once the server closes or 5 s pass. */
+function raw(text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(new URL(env.baseUrl).port), '127.0.0.1', () => socket.write(text))
+    let data = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk) => { data += chunk })
+    socket.on('error', reject)
+    socket.on('close', () => resolve(data))
+    setTimeout(() => { socket.destroy(); resolve(data) }, 5_000)
+  })
+}
+
+describe('bodies over the limit', () => {
+  test('a Content-Length of 2 GB is our 413 problem (not the runtime\'s empty one), and the connection closes', async () => {
+    const answer = await raw(`POST /api/v1/animals HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 2000000000\r\n\r\n{`)
+    const [head = '', body = ''] = answer.split('\r\n\r\n')
+    expect(head).toStartWith('HTTP/1.1 413')
+    expect(head.toLowerCase()).toContain('content-type: application/problem+json')
+    expect(head.toLowerCase()).toContain('connection: close')
+    expect(JSON.parse(body)).toMatchObject({ code: 'payload_too_large', status: 413 })
+  })
+
+  test('20 MB sent at full speed, with a length or chunked, is answered 413 problem+json that the client reads', async () => {
+    const big = new Uint8Array(20_000_000).fill(0x61)
+    for (const body of [big, new Blob([big]).stream()]) {
+      const response = await fetch(`${env.baseUrl}/api/v1/animals`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body })
+      await problem(response, 413, 'payload_too_large')
+    }
+    // The server is still serving on the same port.
+    expect((await env.request('GET', '/api/v1/me', { token })).status).toBe(200)
+  })
+
+  test('a console form over the limit is a 413 too, read no further than the limit', async () => {
+    const response = await fetch(`${env.baseUrl}/console/sign-in`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=' + 'a'.repeat(2_000_000) })
+    await problem(response, 413, 'payload_too_large')
   })
 })
