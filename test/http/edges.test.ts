@@ -196,3 +196,33 @@ describe('bodies over the limit', () => {
     await problem(response, 413, 'payload_too_large')
   })
 })
+
+describe('examples in the published document', () => {
+  test('every id a field or parameter takes has a realistic example (the docs page showed "animal_id": "string")', async () => {
+    const found: string[] = []
+    const problems: string[] = []
+    const check = (where: string, schema: Schema | undefined) => {
+      const target = schema?.type === 'array' ? schema.items : schema?.anyOf ? schema.anyOf.find((b: Schema) => b.type === 'string') : schema
+      if (!target || target.$ref || target.enum) return
+      found.push(where)
+      const example = target.examples?.[0]
+      if (typeof example !== 'string') problems.push(`${where}: no example`)
+      else if (target.pattern && !new RegExp(target.pattern).test(example)) problems.push(`${where}: ${example} does not match ${target.pattern}`)
+      else if (example === 'string' || example.includes('…')) problems.push(`${where}: ${example}`)
+    }
+    const walk = (node: unknown, where: string, path: string) => {
+      if (Array.isArray(node)) { node.forEach((item, i) => walk(item, `${where}/${i}`, path)); return }
+      if (node === null || typeof node !== 'object') return
+      const object = node as Schema
+      for (const [name, property] of Object.entries<Schema>(object.properties ?? {})) if (/_ids?$/.test(name)) check(`${where}.${name}`, property)
+      if ((object.in === 'query' && /_id$/.test(object.name)) || (object.in === 'path' && object.name === 'id')) check(`${path} ${object.in} ${object.name}`, object.schema)
+      for (const [key, value] of Object.entries(object)) walk(value, `${where}/${key}`, path || (key.startsWith('/') ? key : ''))
+    }
+    walk(doc.paths, '#/paths', '')
+    walk(doc.components.schemas, '#/components/schemas', '')
+    expect(problems).toEqual([])
+    expect(found.length).toBeGreaterThan(60)
+    const activityCreate = doc.components.schemas.ActivityCreate.properties.animal_id
+    expect(activityCreate.examples[0]).toMatch(/^anm_[0-9a-hjkmnp-tv-z]{26}$/)
+  })
+})
