@@ -28,6 +28,9 @@ REST API over an account's husbandry records. Decisions this document records, b
   it must be (an enumeration lists its values). \`type\` is \`GET /api/v1/errors/{code}\`, absolute on the
   service's configured \`PUBLIC_URL\` (never on the request's Host), which explains the code (HTML to a browser).
   A Host header that names no host is a 400 on every path; a method no route serves (CONNECT, TRACE…) a 405.
+  A few requests are refused by the HTTP runtime (Bun) before the service sees them, with an empty body: request
+  headers and target over 16 KiB (431), a request line or header HTTP forbids (a NUL in a value, HTTP/1.1 without
+  Host, \`OPTIONS *\`: 400), and a method name HTTP does not define (\`FOO\`: the connection is closed).
   Dates and instants, in bodies and query strings, run from 0001-01-01 to 9999-12-31 (UTC) and must be real calendar
   days and times (2025-02-30 or 24:00 is refused, never moved). Numbers in JSON bodies are JSON numbers: \`"5"\` where
   an integer is declared is a 422. Integers in query strings are decimal digits (\`limit=0x10\`, \`1e2\`, \`+5\` or

@@ -226,3 +226,20 @@ describe('examples in the published document', () => {
     expect(activityCreate.examples[0]).toMatch(/^anm_[0-9a-hjkmnp-tv-z]{26}$/)
   })
 })
+
+describe('what the runtime answers before our code runs (as the document says)', () => {
+  // Bun's HTTP parser refuses these before a Request exists, so neither the app nor Bun.serve's error handler sees
+  // them. Kept as a test so that the document's list stays true when Bun changes.
+  const line = (target: string, extra = '') => `GET ${target} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n${extra}Connection: close\r\n\r\n`
+  test('431 for headers over 16 KiB; 400 for a NUL in a header, no Host, OPTIONS *; FOO is closed unanswered', async () => {
+    const status = async (text: string) => (await raw(text)).split('\r\n')[0] ?? ''
+    expect(await status(line('/api/v1/animals', `X-Big: ${'a'.repeat(20_000)}\r\n`))).toBe('HTTP/1.1 431 Request Header Fields Too Large')
+    expect(await status(line(`/api/v1/animals/${'a'.repeat(60_000)}`))).toBe('HTTP/1.1 431 Request Header Fields Too Large')
+    expect(await status(line('/api/v1/animals', 'X-A: a\u0000b\r\n'))).toBe('HTTP/1.1 400 Bad Request')
+    expect(await status(`GET /api/v1/me HTTP/1.1\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`)).toBe('HTTP/1.1 400 Bad Request')
+    expect(await status('OPTIONS * HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request')
+    expect(await raw(`FOO /api/v1/me HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`)).toBe('')
+    // Just under the runtime's limit, the request is ours: a long id is a 404 problem.
+    expect(await status(line(`/api/v1/animals/${'a'.repeat(10_000)}`))).toBe('HTTP/1.1 404 Not Found')
+  })
+})
