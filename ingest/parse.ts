@@ -26,7 +26,7 @@ export interface Rejection { index: number; code: RejectCode; message: string }
 const MESSAGES: Record<RejectCode, string> = {
   invalid_reading: 'must be an object with channel, value and optional ts, and nothing else',
   invalid_channel: 'channel must be 1–32 characters of A–Z, a–z, 0–9, _ . -',
-  invalid_value: 'value must be a finite number, written as JSON writes numbers (e.g. 27.5)',
+  invalid_value: 'value must be a finite number',
   invalid_timestamp: 'ts must be an RFC 3339 date-time of a real calendar day and time, or epoch milliseconds',
   timestamp_in_future: 'ts lies more than 5 minutes in the future',
   duplicate_reading: 'another reading in this batch has the same channel and ts',
