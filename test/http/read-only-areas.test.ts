@@ -153,7 +153,7 @@ describe('read-only areas', () => {
     }
   })
 
-  test('every write is 405 with Allow: GET, whatever scopes the key holds', async () => {
+  test('every write is 405 with Allow: GET, HEAD, whatever scopes the key holds', async () => {
     const none = await env.account({ scopes: [] })
     for (const area of READ_ONLY_AREAS) {
       for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
