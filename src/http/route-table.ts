@@ -1,9 +1,10 @@
+import { expectation } from './field-errors.ts'
 import { ROUTE_POLICY, type RoutePolicy } from './operation.ts'
 
 export interface ApiRoute {
   method: string; path: string; policy: RoutePolicy
-  /** Query parameters the route's schema types as integers (checks/query-integers.ts). */
-  integerQuery: readonly string[]
+  /** Query parameters the route's schema types as integers, and what each must be (checks/query-integers.ts). */
+  integerQuery: readonly { name: string; message: string }[]
 }
 
 /** The answers match() gives for one path, built once: match() runs on every request. */
@@ -75,12 +76,12 @@ export class RouteTable {
   }
 }
 
-/** The names of a route's query parameters whose schema is an integer (`t.Integer`, optional or not). */
-function integerQueryParams(querySchema: unknown): string[] {
+/** A route's query parameters whose schema is an integer (`t.Integer`, optional or not), with the schema's own message. */
+function integerQueryParams(querySchema: unknown): { name: string; message: string }[] {
   const properties = (querySchema as { properties?: Record<string, { type?: string; anyOf?: { type?: string }[] }> } | undefined)?.properties ?? {}
   return Object.entries(properties)
     .filter(([, schema]) => schema.type === 'integer' || schema.anyOf?.some((branch) => branch.type === 'integer'))
-    .map(([name]) => name)
+    .map(([name, schema]) => ({ name, message: `must be ${expectation(schema)}` }))
 }
 
 /** An Allow header's value: the methods, and HEAD wherever GET is served (app.ts answers it as a GET). */

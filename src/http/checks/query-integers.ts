@@ -13,7 +13,7 @@ export function checkQueryIntegers(url: string, route: ApiRoute): void {
   if (query === '') return
   const params = new URLSearchParams(query)
   const errors = route.integerQuery
-    .filter((name) => params.getAll(name).some((value) => !DECIMAL_INTEGER.test(value)))
-    .map((name) => ({ path: `/query/${name}`, message: 'must be a whole number written in decimal digits, e.g. 25' }))
-  if (errors.length) throw new ApiError('invalid_parameter', `${errors.map((e) => e.path.slice('/query/'.length)).join(', ')}: integers in the query string are decimal digits.`, { errors })
+    .filter(({ name }) => params.getAll(name).some((value) => !DECIMAL_INTEGER.test(value)))
+    .map(({ name, message }) => ({ path: `/query/${name}`, message }))
+  if (errors.length) throw new ApiError('invalid_parameter', `Integers in the query string are written in decimal digits (${errors.map((e) => e.path.slice('/query/'.length)).join(', ')}).`, { errors })
 }
