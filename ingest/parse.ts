@@ -3,6 +3,7 @@
 import { t } from 'elysia'
 import type { ChannelMapping, DeviceInfo } from './devices.ts'
 import type { Reading } from './stores/interface.ts'
+import { isCalendarDateTime } from '../src/http/formats.ts'
 import { MAX_FUTURE_MS } from '../src/records/rules.ts'
 
 export const MAX_READINGS_PER_BATCH = 5000
@@ -14,6 +15,8 @@ export const ReadingsBatch = t.Object({
 
 const CHANNEL = /^[A-Za-z0-9_.-]{1,32}$/
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|z|[+-]\d{2}:\d{2})$/
+/** A number as JSON writes it: what a ping's text value must be (`Number()` would also take `0x10`, `0b11`, ` 5`). */
+const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/
 /** Epoch-millisecond timestamps before 2000 are almost certainly seconds or garbage. */
 const MIN_TS = Date.UTC(2000, 0, 1)
 
@@ -24,7 +27,7 @@ const MESSAGES: Record<RejectCode, string> = {
   invalid_reading: 'must be an object with channel, value and optional ts, and nothing else',
   invalid_channel: 'channel must be 1–32 characters of A–Z, a–z, 0–9, _ . -',
   invalid_value: 'value must be a finite number',
-  invalid_timestamp: 'ts must be RFC 3339 or epoch milliseconds',
+  invalid_timestamp: 'ts must be an RFC 3339 date-time of a real calendar day and time, or epoch milliseconds',
   timestamp_in_future: 'ts lies more than 5 minutes in the future',
   duplicate_reading: 'another reading in this batch has the same channel and ts',
 }
@@ -34,7 +37,8 @@ function parseTimestamp(ts: unknown, now: number): number | RejectCode {
   if (ts === undefined) return now
   let ms: number
   if (typeof ts === 'number') ms = Number.isInteger(ts) ? ts : NaN
-  else if (typeof ts === 'string' && RFC3339.test(ts)) ms = Date.parse(ts)
+  // Date.parse moves an impossible day or time (2025-02-30 → 2025-03-02); such a timestamp is refused instead.
+  else if (typeof ts === 'string' && RFC3339.test(ts)) ms = isCalendarDateTime(ts) ? Date.parse(ts) : NaN
   else if (typeof ts === 'string' && /^\d{13}$/.test(ts)) ms = Number(ts)
   else return 'invalid_timestamp'
   if (!Number.isFinite(ms) || ms < MIN_TS) return 'invalid_timestamp'
@@ -100,7 +104,7 @@ export function parsePing(fields: Record<string, unknown>, device: DeviceInfo, n
   const unmapped = new Set<string>()
   for (const channel of channels) {
     const raw = fields[channel]
-    const value = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN
+    const value = typeof raw === 'number' ? raw : typeof raw === 'string' && JSON_NUMBER.test(raw) ? Number(raw) : NaN
     if (!CHANNEL.test(channel)) problems.push({ path: `${where}/${channel}`, message: MESSAGES.invalid_channel })
     else if (!Number.isFinite(value)) problems.push({ path: `${where}/${channel}`, message: MESSAGES.invalid_value })
     else if (typeof ts === 'number') readings.push(reading(device, device.channels.get(channel), channel, value, ts, unmapped))

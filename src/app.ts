@@ -10,7 +10,7 @@ import { buildOpenApiDocument } from './http/openapi-document.ts'
 import { parseJsonBody, unstorableFields } from './http/json-body.ts'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { op } from './http/operation.ts'
-import { readBody } from './http/checks/body-limits.ts'
+import { readBody, RUNTIME_BODY_LIMIT } from './http/checks/body-limits.ts'
 import { API_PREFIX, createPipeline } from './http/pipeline.ts'
 import { requestState, type RequestState } from './http/request-state.ts'
 import { routeLabel } from './observability.ts'
@@ -93,6 +93,8 @@ export function createApp(deps: Deps) {
     // The last resort, for an error thrown where Elysia's onError cannot catch it: our problem+json, never the
     // runtime's HTML error page (which would also show a stack in development mode).
     serve: {
+      // Every body reaches the checks, which answer 413 as problem+json (checks/body-limits.ts).
+      maxRequestBodySize: RUNTIME_BODY_LIMIT,
       error(error: Error) {
         const requestId = `req_${ulid()}`
         deps.log.error('request failed outside the app', { request_id: requestId, error: String(error?.stack ?? error) })
@@ -100,7 +102,15 @@ export function createApp(deps: Deps) {
       },
     },
   })
-    .onRequest(({ request, set }) => {
+    .onRequest(({ request, set }): Response | Promise<Response | void> | void => {
+      // HEAD is GET without the body (RFC 9110 §9.3.2): the same request is answered as a GET, through every check
+      // (same status, ETag, RateLimit and Content-Type headers), and Bun sends that response's headers only.
+      if (request.method === 'HEAD') {
+        requestState(request).answeredAsGet = true
+        const get = new Request(request, { method: 'GET' })
+        requestState(get).method = 'HEAD'
+        return (app as AnyElysia).handle(get)
+      }
       // A browser's preflight carries no key: answered before the pipeline, for allowed origins only.
       if (cors && request.method === 'OPTIONS') {
         const answer = cors.preflight(request, pathOf(request.url), routeTable!)
@@ -152,8 +162,10 @@ export function createApp(deps: Deps) {
     })
     .onAfterResponse(({ request, route, set, responseValue }) => {
       const state = requestState(request)
+      // A HEAD is logged once, by the GET that answered it (under its route, as HEAD).
+      if (state.answeredAsGet) return
       const status = state.errorStatus ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200)
-      recordRequest(deps, request.method, routeLabel(route), status, state)
+      recordRequest(deps, state.method ?? request.method, routeLabel(route), status, state)
     })
     .use(platformModule(deps, health))
     .use(metricsModule(deps, health))

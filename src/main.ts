@@ -7,8 +7,27 @@ import { purgeExpiredIdempotencyKeys } from './http/idempotency.ts'
 import { demoEnabled, seedDemoAccount } from './seed.ts'
 import { startMqttListener } from '../ingest/mqtt.ts'
 
-const MAX_SERVER_BODY_BYTES = 8 * 1024 * 1024 // a backstop; the API's own 1 MiB limit answers 413 as problem+json
-const config = loadConfig()
+/**
+ * A start that cannot go on because of how it was configured (a bad variable, a port already taken) ends with one
+ * line saying what to change, and exit code 2: no stack, which would point at our code instead of the setting.
+ */
+function refuseStart(message: string): never {
+  console.error(message)
+  process.exit(2)
+}
+
+/** The one line for a listener that could not open its port, naming the variable that chose it. */
+function listenRefusal(variable: string, port: number | undefined, host: string, error: unknown): string {
+  const code = (error as { code?: string } | undefined)?.code
+  const where = `${variable}=${port} on ${host}`
+  if (code === 'EADDRINUSE') return `${where}: the port is already in use by another process; stop it or set ${variable} to a free port.`
+  if (code === 'EACCES') return `${where}: not allowed to listen on this port (ports below 1024 need privileges); set ${variable} to 1024 or above.`
+  if (code === 'EADDRNOTAVAIL') return `${where}: HOST is not an address of this machine; set HOST to one of its addresses (0.0.0.0 for all).`
+  return `${where}: cannot listen (${(error as Error)?.message ?? String(error)}).`
+}
+
+let config: ReturnType<typeof loadConfig>
+try { config = loadConfig() } catch (error) { refuseStart(`configuration: ${(error as Error).message}`) }
 const isWorker = process.env.HRS_WORKER === '1'
 
 async function prepareStore() {
@@ -24,10 +43,21 @@ async function serve() {
   const deps = isWorker ? await createDeps(config, { migrate: false }) : await prepareStore()
   const app = createApp(deps)
   deps.dispatcher.start()
-  app.listen({ port: config.port, hostname: config.host, reusePort: config.workers > 1, maxRequestBodySize: MAX_SERVER_BODY_BYTES })
+  try {
+    app.listen({ port: config.port, hostname: config.host, reusePort: config.workers > 1 })
+  } catch (error) {
+    await deps.close()
+    refuseStart(listenRefusal('PORT', config.port, config.host, error))
+  }
   const server = app.server!
   // Devices over MQTT, on the same ingest service (MQTT_PORT / MQTTS_PORT; off unless configured).
-  const mqtt = config.mqtt ? await startMqttListener({ ...deps, config: { ...config, mqtt: config.mqtt } }) : undefined
+  const mqttConfig = config.mqtt
+  const mqtt = mqttConfig ? await startMqttListener({ ...deps, config: { ...config, mqtt: mqttConfig } }).catch(async (error) => {
+    const tls = mqttConfig.tlsPort !== undefined && (error as { port?: number })?.port === mqttConfig.tlsPort && mqttConfig.tlsPort !== mqttConfig.port
+    await server.stop(true)
+    await deps.close()
+    return refuseStart(listenRefusal(tls ? 'MQTTS_PORT' : 'MQTT_PORT', tls ? mqttConfig.tlsPort : mqttConfig.port, config.host, error))
+  }) : undefined
   // A worker tells its supervisor it is serving, so "listening" is printed only once every worker is.
   if (isWorker) process.send?.('ready')
   else {

@@ -7,8 +7,6 @@ import { loadConfig } from '../../src/config.ts'
 import { createDeps } from '../../src/deps.ts'
 import type { ReadingsStore } from '../../ingest/stores/interface.ts'
 
-const MAX_SERVER_BODY_BYTES = 8 * 1024 * 1024 // as in src/main.ts
-
 let written = 0
 let batches = 0
 const discarding: ReadingsStore = {
@@ -24,7 +22,7 @@ const discarding: ReadingsStore = {
 const config = loadConfig()
 const deps = await createDeps(config, { readings: () => discarding })
 const app = createApp(deps)
-app.listen({ port: config.port, hostname: config.host, reusePort: false, maxRequestBodySize: MAX_SERVER_BODY_BYTES })
+app.listen({ port: config.port, hostname: config.host, reusePort: false })
 console.log(`listening on http://${config.host}:${app.server!.port}/api/v1 (${deps.database.kind}, ${deps.shared.kind} store, discarding readings)`)
 
 const shutdown = async () => {

@@ -25,7 +25,7 @@ function lengthText(s: Schema, unit: string): string {
 }
 
 /** What a value must be, as a phrase: "an integer from 1 to 200", "one of: male, female, unknown". */
-function expectation(schema: Schema): string {
+export function expectation(schema: Schema): string {
   if (Array.isArray(schema.enum)) return `one of: ${schema.enum.join(', ')}`
   if (schema.const !== undefined) return JSON.stringify(schema.const)
   if (Array.isArray(schema.anyOf)) {

@@ -29,6 +29,9 @@ const check = (name: string) => {
 const isDate = check('date')
 const isDateTime = check('date-time')
 
+/** Whether an RFC 3339 date-time names a real day and time (no 2025-02-30, 24:00 or 23:60): ingest/parse.ts uses it too. */
+export const isCalendarDateTime = (value: string) => isDateTime(value)
+
 FormatRegistry.Set('email', check('email'))
 FormatRegistry.Set('uri', check('uri'))
 // Four-digit years compare as text.

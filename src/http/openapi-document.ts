@@ -4,6 +4,7 @@ import { toOpenAPISchema } from '@elysiajs/openapi'
 import type { AnyElysia } from 'elysia'
 import { ALL_SCOPES } from '../auth/scopes.ts'
 import { ALERTS_TAG_DESCRIPTION } from '../modules/alerts/index.ts'
+import { ID_PREFIXES, type IdKind } from '../ids.ts'
 import { API_VERSION } from '../platform.ts'
 import { ERRORS } from './errors.ts'
 import { DEVICE_KEY_QUERY_SCHEME, ROUTE_POLICY, type RoutePolicy } from './operation.ts'
@@ -27,9 +28,15 @@ REST API over an account's husbandry records. Decisions this document records, b
   it must be (an enumeration lists its values). \`type\` is \`GET /api/v1/errors/{code}\`, absolute on the
   service's configured \`PUBLIC_URL\` (never on the request's Host), which explains the code (HTML to a browser).
   A Host header that names no host is a 400 on every path; a method no route serves (CONNECT, TRACE…) a 405.
-  Dates and instants, in bodies and query strings, run from 0001-01-01 to 9999-12-31 (UTC). Numbers in JSON bodies
-  are JSON numbers: \`"5"\` where an integer is declared is a 422. Unknown body fields are a 422. Another account's
-  resource is a 404.
+  A few requests are refused by the HTTP runtime (Bun) before the service sees them, with an empty body: request
+  headers and target over 16 KiB (431), a request line or header HTTP forbids (a NUL in a value, HTTP/1.1 without
+  Host, \`OPTIONS *\`: 400), and a method name HTTP does not define (\`FOO\`: the connection is closed).
+  Dates and instants, in bodies and query strings, run from 0001-01-01 to 9999-12-31 (UTC) and must be real calendar
+  days and times (2025-02-30 or 24:00 is refused, never moved). Numbers in JSON bodies are JSON numbers: \`"5"\` where
+  an integer is declared is a 422. Integers in query strings are decimal digits (\`limit=0x10\`, \`1e2\`, \`+5\` or
+  \`5.0\` is a 400 naming the parameter). Unknown body fields are a 422. Another account's resource is a 404.
+- **HEAD** is served wherever GET is (RFC 9110): the GET's status and headers (\`ETag\`, \`RateLimit\`,
+  \`Content-Type\`, \`Content-Length\`) without the body; it counts against the rate limit as the GET would.
 - **405**: any method a path does not serve answers 405 with \`Allow\`; a write to a path v1 does not serve at all
   (e.g. \`POST /environment/zones\`) answers 405 with an empty \`Allow\`. \`GET\` of an unknown path is 404.
 - **Lists** are keyset-paginated: \`limit\` (1–200, default 50) and \`cursor\`; the body is
@@ -38,7 +45,7 @@ REST API over an account's husbandry records. Decisions this document records, b
   Professional plan doubles both. Headers: \`RateLimit-Policy\`, \`RateLimit\`, \`X-RateLimit-Limit/-Remaining/-Reset\`
   (reset as epoch seconds); 429 carries \`Retry-After\`.
 - **Access** needs the Breeder plan or above, or the live-test allowlist while \`GET /status\` reports \`limited\`.
-- Request bodies are limited to ${MAX_BODY_BYTES} bytes (413). Every response carries \`X-Request-Id\` and \`API-Version\`.
+- Request bodies are limited to ${MAX_BODY_BYTES} bytes (413, as a problem whatever Content-Length announces). Every response carries \`X-Request-Id\` and \`API-Version\`.
 - **CORS** (for browser apps, where the operator lists their origins in \`CORS_ORIGINS\`; otherwise no CORS headers):
   a preflight from a listed origin is answered 204 without a key; answers, errors included, expose \`RateLimit\`,
   \`ETag\`, \`X-Request-Id\`, \`Idempotent-Replayed\`, \`Link\` and \`Next-Cursor\`. Credentials (cookies) are not
@@ -202,6 +209,56 @@ negative PUBACK, so a topic or rate-limit refusal closes the connection, and an 
 cannot fix) is acknowledged and reported on the errors topic. A subscription to anything but the two topics above is a
 failure in the SUBACK (0x87; 3.1.1: 0x80). Publishes count against the device key's rate limit as requests do.`
 
+/** The record an id names, by the field or parameter that holds it (`animal_id`), where its schema gives no example. */
+const ID_FIELDS: Record<string, IdKind> = {
+  animal_id: 'animal', environment_id: 'environment', parent_id: 'environment', device_id: 'device', rule_id: 'alertRule',
+  claim_id: 'claim', contact_id: 'contact', breeding_record_id: 'breeding', event_id: 'event', endpoint_id: 'webhookEndpoint',
+  request_id: 'request', key_id: 'key', account_id: 'account',
+}
+/** The record a path's `{id}` names, by the collection before it (`/animals/{id}`). */
+const ID_COLLECTIONS: Record<string, IdKind> = {
+  animals: 'animal', activities: 'activity', devices: 'device', 'alert-rules': 'alertRule', alerts: 'alert', endpoints: 'webhookEndpoint',
+  events: 'event', environments: 'environment', clutches: 'clutch', records: 'breeding', conditions: 'condition', documents: 'document',
+  contacts: 'contact', invoices: 'invoice', keys: 'key',
+}
+/** Other ids, which are not ours: reference slugs and the owner's own labels. */
+const OTHER_ID_EXAMPLES: Record<string, string> = {
+  species_id: 'python-regius', hardware_id: 'esp32-a4cf12e9b301', reference_id: 'RP-2024-017',
+}
+const idExample = (kind: IdKind) => `${ID_PREFIXES[kind]}_01jd8x3m5v6w7y8z9a0b1c2d3e`
+
+/** A realistic example for an id named `name` (in a path under `path`, for `{id}`), if one is known. */
+function exampleFor(name: string, path = ''): string | undefined {
+  if (name === 'id' && path) {
+    const collection = path.split('/{id}')[0]!.split('/').pop()!
+    return ID_COLLECTIONS[collection] ? idExample(ID_COLLECTIONS[collection]) : undefined
+  }
+  return ID_FIELDS[name] ? idExample(ID_FIELDS[name]) : OTHER_ID_EXAMPLES[name]
+}
+
+/** Gives `schema` (or its string branch, when nullable) the example, unless it has its own. */
+function exemplify(schema: Record<string, any> | undefined, example: string | undefined): void {
+  if (!schema || example === undefined) return
+  const target = schema.type === 'array' ? schema.items : Array.isArray(schema.anyOf) ? schema.anyOf.find((b: any) => b?.type === 'string') : schema
+  const isString = target && (target.type === 'string' || (Array.isArray(target.type) && target.type.includes('string')))
+  if (isString && target.examples === undefined && target.enum === undefined && target.const === undefined) target.examples = [example]
+}
+
+/**
+ * Examples on every id the document names (properties and parameters) that its schema left without one: readers
+ * (the docs page, Swagger UI, generated samples) otherwise show `"animal_id": "string"`, which the API refuses.
+ */
+function exemplifyIds(node: unknown, path = ''): void {
+  if (Array.isArray(node)) { for (const item of node) exemplifyIds(item, path); return }
+  if (node === null || typeof node !== 'object') return
+  const object = node as Record<string, any>
+  if (object.properties && typeof object.properties === 'object') {
+    for (const [name, property] of Object.entries<any>(object.properties)) exemplify(property, exampleFor(name.replace(/_ids$/, '_id')))
+  }
+  if (typeof object.name === 'string' && (object.in === 'query' || object.in === 'path') && object.schema) exemplify(object.schema, exampleFor(object.name, object.in === 'path' ? path : ''))
+  for (const [key, value] of Object.entries(object)) exemplifyIds(value, path || (key.startsWith('/') ? key : ''))
+}
+
 export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
   // staticFile: false keeps openapi.json itself in the document (the generator skips dotted paths by default).
   const generated = toOpenAPISchema(app, { staticFile: false })
@@ -285,6 +342,8 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
   const responseComponents = Object.fromEntries(Object.entries(errorResponses()).filter(([name]) => usedResponses.has(name)))
   const referenced = JSON.stringify([publishedPaths, responseComponents])
   const headers = Object.fromEntries(Object.entries(HEADERS).filter(([name]) => referenced.includes(`"#/components/headers/${name}"`)))
+  exemplifyIds(publishedPaths)
+  exemplifyIds(schemas)
   return {
     openapi: '3.1.0',
     info: {

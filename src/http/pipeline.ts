@@ -6,6 +6,7 @@
 //   4. route.ts          404/405, and a deprecated route's headers
 //   5. authorize.ts      403: device key, plan, scope
 //   6. body-limits.ts    413/415 (then the app reads the body within the cap: 400 malformed, 422 invalid)
+//   7. query-integers.ts 400 for an integer parameter not written in decimal digits (the schema checks the rest)
 // Before them, on every path: host.ts (400 for a Host that names no host; 405 for a method no route serves).
 // The one exception: a POST /sensors/ping carrying its key only in the body is authenticated by its handler,
 // through admitDeferred, once the body is read.
@@ -18,6 +19,7 @@ import { checkBodyHeaders } from './checks/body-limits.ts'
 import { checkHost, refuseUnservedMethod } from './checks/host.ts'
 import { rateLimitCheck } from './checks/rate-limit.ts'
 import { adoptRequestId } from './checks/request-id.ts'
+import { checkQueryIntegers } from './checks/query-integers.ts'
 import { checkRoute } from './checks/route.ts'
 import type { Cors } from './cors.ts'
 import type { RateLimiter } from './rate-limit.ts'
@@ -71,6 +73,7 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
     const route = checkRoute(state, method, path, match)
     if (state.principal) authorize(deps.platform, state.principal, route)
     checkBodyHeaders(request, method, route)
+    checkQueryIntegers(request.url, route)
   }
 
   return {

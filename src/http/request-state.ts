@@ -23,6 +23,10 @@ export interface RequestState {
   notModified?: boolean
   /** Authentication waits for the handler, which reads the key from the body (see Pipeline.admitDeferred). */
   deferredAuth?: boolean
+  /** The method the client sent, when it differs from the request's: a HEAD answered as a GET (app.ts). */
+  method?: 'HEAD'
+  /** A HEAD whose answer came from a GET of the same resource; that GET is the one logged. */
+  answeredAsGet?: boolean
 }
 
 const states = new WeakMap<Request, RequestState>()

@@ -1,6 +1,11 @@
+import { expectation } from './field-errors.ts'
 import { ROUTE_POLICY, type RoutePolicy } from './operation.ts'
 
-export interface ApiRoute { method: string; path: string; policy: RoutePolicy }
+export interface ApiRoute {
+  method: string; path: string; policy: RoutePolicy
+  /** Query parameters the route's schema types as integers, and what each must be (checks/query-integers.ts). */
+  integerQuery: readonly { name: string; message: string }[]
+}
 
 /** The answers match() gives for one path, built once: match() runs on every request. */
 interface PathEntry { routeMatches: Map<string, RouteMatch>; methodMismatch: RouteMatch }
@@ -25,7 +30,7 @@ export class RouteTable {
   private readonly outsideStatic = new Map<string, string[]>()
   private readonly outsideParams: { pattern: RegExp; methods: string[] }[] = []
 
-  constructor(routes: readonly { method: string; path: string; hooks?: { detail?: Record<string, unknown> } }[], prefix: string) {
+  constructor(routes: readonly { method: string; path: string; hooks?: { detail?: Record<string, unknown>; query?: unknown } }[], prefix: string) {
     const methodsByPath = new Map<string, Map<string, ApiRoute>>()
     for (const route of routes) {
       this.servedMethods.add(route.method)
@@ -40,11 +45,11 @@ export class RouteTable {
       if (!policy) throw new Error(`${route.method} ${route.path} declares no operation policy (use op())`)
       let methods = methodsByPath.get(route.path)
       if (!methods) { methods = new Map(); methodsByPath.set(route.path, methods) }
-      methods.set(route.method, { method: route.method, path: route.path, policy })
+      methods.set(route.method, { method: route.method, path: route.path, policy, integerQuery: integerQueryParams(route.hooks?.query) })
     }
     for (const [path, methods] of methodsByPath) {
       const allPublic = [...methods.values()].every((r) => r.policy.public)
-      const allow = [...methods.keys()].sort().join(', ')
+      const allow = withHead([...methods.keys()])
       const entry: PathEntry = {
         routeMatches: new Map([...methods].map(([method, route]) => [method, { kind: 'route', route, allPublic, allow }])),
         methodMismatch: { kind: 'method', allow, allPublic },
@@ -60,7 +65,7 @@ export class RouteTable {
   /** What a path outside the prefix answers, as an Allow header (empty for a path no route has). */
   allowOutside(path: string): string {
     const methods = this.outsideStatic.get(path) ?? this.outsideParams.filter((p) => p.pattern.test(path)).flatMap((p) => p.methods)
-    return [...new Set(methods)].sort().join(', ')
+    return withHead(methods)
   }
 
   match(method: string, path: string): RouteMatch {
@@ -69,6 +74,21 @@ export class RouteTable {
     if (!entry) return NO_MATCH
     return entry.routeMatches.get(method) ?? entry.methodMismatch
   }
+}
+
+/** A route's query parameters whose schema is an integer (`t.Integer`, optional or not), with the schema's own message. */
+function integerQueryParams(querySchema: unknown): { name: string; message: string }[] {
+  const properties = (querySchema as { properties?: Record<string, { type?: string; anyOf?: { type?: string }[] }> } | undefined)?.properties ?? {}
+  return Object.entries(properties)
+    .filter(([, schema]) => schema.type === 'integer' || schema.anyOf?.some((branch) => branch.type === 'integer'))
+    .map(([name, schema]) => ({ name, message: `must be ${expectation(schema)}` }))
+}
+
+/** An Allow header's value: the methods, and HEAD wherever GET is served (app.ts answers it as a GET). */
+function withHead(methods: string[]): string {
+  const all = new Set(methods)
+  if (all.has('GET')) all.add('HEAD')
+  return [...all].sort().join(', ')
 }
 
 /** `/console/devices/:id` → a pattern matching `/console/devices/<anything but a slash>`. */

@@ -37,7 +37,7 @@ describe('CORS', () => {
     const preflight = await env.request('OPTIONS', '/api/v1/animals', { headers: { origin: allowed.origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, idempotency-key' } })
     expect(preflight.status).toBe(204)
     expect(preflight.headers.get('access-control-allow-origin')).toBe(allowed.origin)
-    expect(preflight.headers.get('access-control-allow-methods')).toBe('GET, POST')
+    expect(preflight.headers.get('access-control-allow-methods')).toBe('GET, HEAD, POST')
     expect(preflight.headers.get('access-control-allow-headers')).toMatch(/Authorization.*Idempotency-Key/)
     expect(preflight.headers.get('access-control-allow-credentials')).toBeNull()
     const stranger = await env.request('OPTIONS', '/api/v1/animals', { headers: { origin: other.origin, 'access-control-request-method': 'POST' } })

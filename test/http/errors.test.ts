@@ -17,10 +17,10 @@ describe('RFC 9457 errors', () => {
 
   test('a wrong method is 405 with Allow', async () => {
     const res = await env.request('PUT', '/api/v1/me', { token, body: {} })
-    expect(res.headers.get('allow')).toBe('GET')
+    expect(res.headers.get('allow')).toBe('GET, HEAD')
     await problem(res, 405, 'method_not_allowed')
     const publicPath = await env.request('POST', '/api/v1/status')
-    expect(publicPath.headers.get('allow')).toBe('GET')
+    expect(publicPath.headers.get('allow')).toBe('GET, HEAD')
     await problem(publicPath, 405, 'method_not_allowed')
   })
 

@@ -59,11 +59,12 @@ const formatOf = (schema: Schema): string | undefined => {
 }
 
 const OUT_OF_RANGE = {
-  'date-time': ['0000-01-01T00:00:00Z', '-000001-01-01T00:00:00Z', '0001-01-01T00:00:00+01:00', '10000-01-01T00:00:00Z'],
-  date: ['0000-01-01', '-000001-01-01', '10000-01-01'],
+  // Outside the range, and (issue 32) days and times no calendar has: refused, never moved to the next valid one.
+  'date-time': ['0000-01-01T00:00:00Z', '-000001-01-01T00:00:00Z', '0001-01-01T00:00:00+01:00', '10000-01-01T00:00:00Z', '2025-02-30T00:00:00Z', '2025-01-01T24:00:00Z', '2025-01-01T23:60:00Z'],
+  date: ['0000-01-01', '-000001-01-01', '10000-01-01', '2025-02-30', '2025-04-31'],
 } as Record<string, string[]>
 
-describe('dates no store can hold', () => {
+describe('dates no store can hold, and days no calendar has', () => {
   test('every date and date-time query parameter refuses them with a 400 naming the parameter', async () => {
     let checked = 0
     for (const [path, methods] of Object.entries<Schema>(doc.paths)) {
@@ -105,7 +106,7 @@ describe('dates no store can hold', () => {
       }
     }
     // birth_date and acquired_date of an animal, occurred_at of an activity.
-    expect(checked).toBe(3 + 3 + 4)
+    expect(checked).toBe(5 + 5 + 7)
     const animals = await (await env.request('GET', '/api/v1/animals', { token })).json()
     expect(animals.data.map((a: { id: string }) => a.id)).toEqual([animal.id])
     const activities = await (await env.request('GET', `/api/v1/activities?animal_id=${animal.id}`, { token })).json()
@@ -150,11 +151,11 @@ describe('methods no route serves', () => {
   test('are a 405 problem+json with Allow on every path, never a 500', async () => {
     const cases: [string, string, string][] = [
       ['CONNECT', 'evil.example:443', ''],
-      ['CONNECT', '/api/v1/animals', 'GET, POST'],
-      ['TRACE', '/api/v1/status', 'GET'],
-      ['PROPFIND', '/api/v1/animals', 'GET, POST'],
-      ['TRACE', '/console', 'GET'],
-      ['PROPFIND', '/healthz', 'GET'],
+      ['CONNECT', '/api/v1/animals', 'GET, HEAD, POST'],
+      ['TRACE', '/api/v1/status', 'GET, HEAD'],
+      ['PROPFIND', '/api/v1/animals', 'GET, HEAD, POST'],
+      ['TRACE', '/console', 'GET, HEAD'],
+      ['PROPFIND', '/healthz', 'GET, HEAD'],
       ['MKCOL', '/nowhere', ''],
     ]
     for (const [method, target, allow] of cases) {

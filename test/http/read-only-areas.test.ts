@@ -153,14 +153,14 @@ describe('read-only areas', () => {
     }
   })
 
-  test('every write is 405 with Allow: GET, whatever scopes the key holds', async () => {
+  test('every write is 405 with Allow: GET, HEAD, whatever scopes the key holds', async () => {
     const none = await env.account({ scopes: [] })
     for (const area of READ_ONLY_AREAS) {
       for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
         for (const key of [owner, none]) {
           const res = await env.request(method, `/api/v1${area.path}`, { token: key.token, body: { name: 'x' } })
           await problem(res, 405, 'method_not_allowed')
-          expect(res.headers.get('allow')).toBe('GET')
+          expect(res.headers.get('allow')).toBe('GET, HEAD')
         }
       }
       // An item path under the area is not served either; a write there is still a v1 write that does not exist.

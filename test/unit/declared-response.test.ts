@@ -16,7 +16,7 @@ function appWith(flags: Partial<Omit<OperationOptions, 'operationId'>>, handler:
   const detail = op({ operationId: 'testRoute', summary: 'test route', tags: ['Test'], auth: 'public', ...flags })
   const policy = detail[ROUTE_POLICY] as RoutePolicy
   return new Elysia()
-    .onRequest(({ request }) => { requestState(request).route = { method: 'POST', path: '/thing', policy } })
+    .onRequest(({ request }) => { requestState(request).route = { method: 'POST', path: '/thing', policy, integerQuery: [] } })
     .onAfterHandle(deliverDeclaredHeaders)
     .onError(({ error }) => new Response(String((error as Error).message), { status: 500 }))
     .post('/thing', handler as any, { detail })

@@ -783,7 +783,7 @@ export interface paths {
         put?: never;
         /**
          * Deliver again what failed during a receiver's outage
-         * @description Every delivery to this endpoint that failed (ran out of retries) for an event created at or after `since` is due again now, with a fresh schedule of retries. The endpoint must be enabled (409 otherwise).
+         * @description Every delivery to this endpoint that failed (ran out of retries, or the receiver answered 410) for an event created at or after `since` is due again now, with a fresh schedule of retries. Deliveries still on their retry schedule are not failed yet and are not counted: right after an outage this answers `{"recovered": 0}`, and those deliveries arrive at their next retry (5 s, 5 min, 30 min, 2 h … over about three days by default) without any call. A delivery that runs out of retries disables its endpoint; a disabled endpoint answers 409 here until it is enabled again (`PATCH /webhooks/endpoints/{id}` with `{"status": "enabled"}`), after which recover queues what failed.
          */
         post: operations["recoverWebhookEndpoint"];
         delete?: never;
@@ -890,7 +890,10 @@ export interface components {
             updated_at: string;
         };
         ActivityCreate: {
-            /** @description The animal (`anm_…`). */
+            /**
+             * @description The animal (`anm_…`).
+             * @example anm_01jd8x3m5v6w7y8z9a0b1c2d3e
+             */
             animal_id: string;
             /**
              * @description An `/activity-types` id.
@@ -1098,7 +1101,10 @@ export interface components {
             /** @example anm_01jd8x3m5v6w7y8z9a0b1c2d3e */
             id: string;
             name: string;
-            /** @description The keeper's own reference (e.g. a ring number or a spreadsheet id). */
+            /**
+             * @description The keeper's own reference (e.g. a ring number or a spreadsheet id).
+             * @example RP-2024-017
+             */
             reference_id: string | null;
             /**
              * @description A `/species` id.
@@ -1248,7 +1254,10 @@ export interface components {
         BreedingRecord: {
             /** @example brd_01jd8x3m5v6w7y8z9a0b1c2d3e */
             id: string;
-            /** @description A `/species` id. */
+            /**
+             * @description A `/species` id.
+             * @example python-regius
+             */
             species_id: string;
             /**
              * @description The female.
@@ -1348,7 +1357,10 @@ export interface components {
              * @example brd_01jd8x3m5v6w7y8z9a0b1c2d3e
              */
             breeding_record_id: string | null;
-            /** @description A `/species` id. */
+            /**
+             * @description A `/species` id.
+             * @example python-regius
+             */
             species_id: string;
             /** @example anm_01jd8x3m5v6w7y8z9a0b1c2d3e */
             dam_id: string | null;
@@ -1438,7 +1450,10 @@ export interface components {
             id: string;
             name: string;
             model: string | null;
-            /** @description Serial number or MAC address. */
+            /**
+             * @description Serial number or MAC address.
+             * @example esp32-a4cf12e9b301
+             */
             hardware_id: string | null;
             channels: components["schemas"]["DeviceChannel"][];
             /** @description Channels that sent readings without a metric mapped; those readings are kept with metric and environment null. */
@@ -1500,7 +1515,10 @@ export interface components {
             id: string;
             name: string;
             model: string | null;
-            /** @description Serial number or MAC address. */
+            /**
+             * @description Serial number or MAC address.
+             * @example esp32-a4cf12e9b301
+             */
             hardware_id: string | null;
             channels: components["schemas"]["DeviceChannel"][];
             /** @description Channels that sent readings without a metric mapped; those readings are kept with metric and environment null. */
@@ -1876,6 +1894,7 @@ export interface components {
             detail: string;
             /** @description Stable machine-readable error code (CONTRACT §3). */
             code: string;
+            /** @example req_01jd8x3m5v6w7y8z9a0b1c2d3e */
             request_id: string;
             errors: {
                 /** @description JSON Pointer into the request (body, query or path). */
@@ -1902,10 +1921,12 @@ export interface components {
              * @example 2026-11-21T10:00:00.000Z
              */
             ts: string;
+            /** @example dev_01jd8x3m5v6w7y8z9a0b1c2d3e */
             device_id: string;
             channel: string;
             /** @description Mapped at ingest; null for an unmapped channel. */
             metric: string | null;
+            /** @example env_01jd8x3m5v6w7y8z9a0b1c2d3e */
             environment_id: string | null;
             /** @description Raw and latest rows. */
             value?: number;
@@ -3511,7 +3532,10 @@ export interface operations {
             content: {
                 "application/json": {
                     model?: string;
-                    /** @description Serial number or MAC address. */
+                    /**
+                     * @description Serial number or MAC address.
+                     * @example esp32-a4cf12e9b301
+                     */
                     hardware_id?: string;
                 };
             };

@@ -5,6 +5,16 @@
 import { Webhook, WebhookVerificationError } from 'standardwebhooks'
 import type { Schemas } from './types.ts'
 
+declare global {
+  /**
+   * standardwebhooks' declarations name Node's `Buffer`, so a program type-checked without @types/node (a browser
+   * or Deno build, `"types": []`) failed inside them. An empty interface merges with Node's where it exists and
+   * names nothing new: the SDK itself only passes strings.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+  interface Buffer {}
+}
+
 /** A delivered event: `{ id, type, created_at, data: { object, previous_attributes? } }`. */
 export type WebhookEvent = Schemas['Event']
 
@@ -18,8 +28,15 @@ export { WebhookVerificationError }
  * parsing): the signature covers those bytes, and re-serialised JSON is not guaranteed to match them.
  */
 export function verifyWebhook(secret: string, body: string, headers: Headers | Record<string, string>): WebhookEvent {
-  const plain = headers instanceof Headers ? Object.fromEntries(headers) : lowerCased(headers)
+  const plain = headers instanceof Headers ? headerObject(headers) : lowerCased(headers)
   return new Webhook(secret).verify(body, plain) as WebhookEvent
+}
+
+/** Headers as a plain object, without iterating them (lib "DOM" alone, without "DOM.Iterable", has no iterator). */
+function headerObject(headers: Headers): Record<string, string> {
+  const plain: Record<string, string> = {}
+  headers.forEach((value, name) => { plain[name] = value })
+  return plain
 }
 
 /** Plain header objects (Node's IncomingHttpHeaders, say) may not be lower-cased; the library looks names up as such. */

@@ -4,13 +4,25 @@ import { ApiError } from '../errors.ts'
 import type { ApiRoute } from '../route-table.ts'
 
 export const MAX_BODY_BYTES = 1024 * 1024
+/**
+ * Bun reads and discards the body we did not read after answering, so a client still sending sees our 413 (closing
+ * on it would reset the connection under a client writing at full speed). Beyond this many announced bytes the 413
+ * closes the connection instead: reading gigabytes to be polite is a cost a hostile client should not choose.
+ */
+export const MAX_DISCARDED_BYTES = 64 * 1024 * 1024
+/**
+ * Bun's own cap (Bun.serve's maxRequestBodySize), above any body: Bun answers a larger Content-Length itself with
+ * an empty 413, so the cap is left to the checks here, which answer problem+json.
+ */
+export const RUNTIME_BODY_LIMIT = Number.MAX_SAFE_INTEGER
 
-const tooLarge = () => new ApiError('payload_too_large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`)
+const tooLarge = (announced?: number) => new ApiError('payload_too_large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`,
+  announced !== undefined && announced > MAX_DISCARDED_BYTES ? { headers: { connection: 'close' } } : {})
 
 export function checkBodyHeaders(request: Request, method: string, route: ApiRoute): void {
   if (method !== 'POST' && method !== 'PUT' && method !== 'PATCH' && method !== 'DELETE') return
   const length = request.headers.get('content-length')
-  if (length !== null && Number(length) > MAX_BODY_BYTES) throw tooLarge()
+  if (length !== null && Number(length) > MAX_BODY_BYTES) throw tooLarge(Number(length))
   const hasBody = (length !== null && length !== '0') || request.headers.has('transfer-encoding')
   if (!hasBody) return
   const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
@@ -20,12 +32,17 @@ export function checkBodyHeaders(request: Request, method: string, route: ApiRou
 }
 
 /**
- * Reads a body within the size cap. With a Content-Length (already checked against the cap) the runtime reads it in
- * one go; only a chunked body is streamed and counted, which costs far more per request.
+ * Reads a body within the size cap, on every path (the console's forms too, which the API pipeline does not see).
+ * With a Content-Length within the cap the runtime reads it in one go; only a chunked body is streamed and counted,
+ * which costs far more per request.
  */
 export async function readBody(request: Request): Promise<string> {
   if (!request.body) return ''
-  if (request.headers.has('content-length')) return request.text()
+  const length = request.headers.get('content-length')
+  if (length !== null) {
+    if (Number(length) > MAX_BODY_BYTES) throw tooLarge(Number(length))
+    return request.text()
+  }
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []
   let size = 0
