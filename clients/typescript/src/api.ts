@@ -541,7 +541,8 @@ export interface paths {
          *     metric, an empty bucket's aggregate). A field holding a comma, a double quote, CR or LF is enclosed in double quotes with inner quotes
          *     doubled; nothing else is quoted and nothing is escaped against spreadsheet formulas (values are data, sent as stored).
          *     One response is one file of at most `limit` rows. When more rows follow, the response carries `Link: <…>; rel="next"` (RFC 8288; the
-         *     same request with the `cursor` for the next file) and `Next-Cursor`; without them this file is the last. A cursor fixes the window, so
+         *     same request with the `cursor` for the next file) and `Next-Cursor`; without them this file is the last. A file of buckets ends at a bucket
+         *     boundary (the series in scope × whole buckets fit in `limit`), so it may hold fewer rows than `limit`, even none, while more follow. A cursor fixes the window, so
          *     files follow on without gaps or repeats. A stream that breaks off (the store failed mid-file) ends without the chunked terminator, so the
          *     client sees a transfer error rather than a short file. Errors are problem+json whatever the format.
          *
