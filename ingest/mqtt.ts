@@ -30,6 +30,7 @@ import { readFileSync } from 'node:fs'
 import { Aedes, type Client, type PublishPacket } from 'aedes'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { Authenticator, Principal } from '../src/auth/authenticator.ts'
+import { patiently } from '../src/auth/patience.ts'
 import type { Config, MqttConfig } from '../src/config.ts'
 import { MAX_BODY_BYTES } from '../src/http/checks/body-limits.ts'
 import { rateLimited } from '../src/http/checks/rate-limit.ts'
@@ -77,6 +78,12 @@ const NOT_AUTHORIZED = 0x87
 /** MQTT 3.1.1 CONNACK return codes; aedes maps them to MQTT 5's 0x86 and 0x87. */
 const BAD_USERNAME_OR_PASSWORD = 4
 const CONNECT_NOT_AUTHORIZED = 5
+const SERVER_UNAVAILABLE = 3
+/**
+ * How long a CONNECT waits for its key and device to be read while the database fails to answer, before CONNACK 3:
+ * a reconnect storm after a restart queues rather than being refused (src/auth/patience.ts).
+ */
+const CONNECT_PATIENCE_MS = 10_000
 
 const TOPIC = /^devices\/([^/]+)\/(readings|ping|config|errors)$/
 
@@ -171,7 +178,7 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
       if (!principal) return refuseWith(BAD_USERNAME_OR_PASSWORD, 'bad_key', 'The password must be a device key that is neither revoked nor expired.')
       if (principal.kind !== 'device' || !principal.deviceId) return refuseWith(CONNECT_NOT_AUTHORIZED, 'not_a_device_key', 'Only device keys connect over MQTT; a personal key is for the HTTP API.')
       if (!planHasAccess(principal.plan, principal.liveTestAllowlisted, deps.platform.current())) return refuseWith(CONNECT_NOT_AUTHORIZED, 'plan', 'This account\'s plan does not include API access.')
-      const device = await deviceOf(principal.deviceId)
+      const device = await patiently(() => deviceOf(principal.deviceId!), CONNECT_PATIENCE_MS)
       if (!device) return refuseWith(BAD_USERNAME_OR_PASSWORD, 'bad_key', 'This device no longer exists.')
       // A will is published as the device when its connection drops, so it must name a topic the device may publish to.
       const will = (client as unknown as ConnectingClient)._will
@@ -186,10 +193,10 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
       await publishConfiguration(device)
       done(null, true)
     }
-    Promise.resolve().then(() => deps.authenticator.verify(token)).then(settle).catch((error) => {
+    patiently(() => deps.authenticator.verify(token), CONNECT_PATIENCE_MS).then(settle).catch((error) => {
       log.warn('mqtt: could not check a device key', { error: String(error) })
       refuse('unavailable')
-      done(Object.assign(new Error('The service cannot check keys right now; try again.'), { returnCode: 3 }) as any, false)
+      done(Object.assign(new Error('The service cannot check keys right now; try again.'), { returnCode: SERVER_UNAVAILABLE }) as any, false)
     })
   }
 
