@@ -84,6 +84,11 @@ const SERVER_UNAVAILABLE = 3
  * a reconnect storm after a restart queues rather than being refused (src/auth/patience.ts).
  */
 const CONNECT_PATIENCE_MS = 10_000
+/**
+ * Device reads for CONNECTs in flight at once. After a restart every device is read once; a storm's reads wait
+ * here rather than in the database pool, where a query no connection takes within a second is cancelled.
+ */
+const CONNECT_DEVICE_READS = 6
 
 const TOPIC = /^devices\/([^/]+)\/(readings|ping|config|errors)$/
 
@@ -165,6 +170,18 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
   const report = (deviceId: string, body: ErrorReport) => void publishTo(deviceId, 'errors', body, false)
 
   const deviceOf = async (deviceId: string) => deps.ingest.devices.get(deviceId)
+  let deviceReads = 0
+  const waitingForRead: (() => void)[] = []
+  const deviceForConnect = async (deviceId: string) => {
+    if (deviceReads >= CONNECT_DEVICE_READS) await new Promise<void>((resolve) => waitingForRead.push(resolve))
+    deviceReads++
+    try {
+      return await deviceOf(deviceId)
+    } finally {
+      deviceReads--
+      waitingForRead.shift()?.()
+    }
+  }
 
   broker.authenticate = (client, username, password, done) => {
     const refuseWith = (returnCode: number, reason: Refusal, message: string) => {
@@ -178,7 +195,7 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
       if (!principal) return refuseWith(BAD_USERNAME_OR_PASSWORD, 'bad_key', 'The password must be a device key that is neither revoked nor expired.')
       if (principal.kind !== 'device' || !principal.deviceId) return refuseWith(CONNECT_NOT_AUTHORIZED, 'not_a_device_key', 'Only device keys connect over MQTT; a personal key is for the HTTP API.')
       if (!planHasAccess(principal.plan, principal.liveTestAllowlisted, deps.platform.current())) return refuseWith(CONNECT_NOT_AUTHORIZED, 'plan', 'This account\'s plan does not include API access.')
-      const device = await patiently(() => deviceOf(principal.deviceId!), CONNECT_PATIENCE_MS)
+      const device = await patiently(() => deviceForConnect(principal.deviceId!), CONNECT_PATIENCE_MS)
       if (!device) return refuseWith(BAD_USERNAME_OR_PASSWORD, 'bad_key', 'This device no longer exists.')
       // A will is published as the device when its connection drops, so it must name a topic the device may publish to.
       const will = (client as unknown as ConnectingClient)._will
@@ -291,7 +308,8 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
     // Remembered before storing, so a resend arriving while this is being stored (the device reconnected) waits
     // for this outcome instead of storing a second time. A QoS 1 publish whose readings all carry ts needs none.
     let settled!: (stored: boolean) => void
-    if (packet.qos === 2 || (packet.qos === 1 && outcome.receivedAtUsed)) {
+    // (A will has no packet id: nothing resends it.)
+    if (packet.messageId !== undefined && (packet.qos === 2 || (packet.qos === 1 && outcome.receivedAtUsed))) {
       remember(client, packet, { qos: packet.qos, receivedAt, stored: new Promise<boolean>((resolve) => { settled = resolve }) })
     }
     try {

@@ -21,8 +21,10 @@ export interface Principal {
 
 interface CacheEntry { principal: Principal; tokenHash: string; cachedAt: number; lastTouchedAt: number }
 
-/** last_used_at is a hint for humans, so it is written at most once a minute per key, off the request path. */
+/** last_used_at is a hint for humans, so it is written at most once a minute per key, off the request path… */
 const TOUCH_INTERVAL_MS = 60_000
+/** …and the keys used within this window are written together. */
+const TOUCH_BATCH_MS = 200
 
 /**
  * Keys and their accounts by the tokens' hashes: the query uncached keys run, many at once. After a restart (or on a
@@ -34,6 +36,8 @@ const keysByHash = prepared('api-keys:by-hashes', (db) => db.select({
   deviceId: apiKeys.deviceId, expiresAt: apiKeys.expiresAt, revokedAt: apiKeys.revokedAt,
   plan: accounts.plan, liveTestAllowlisted: accounts.liveTestAllowlisted,
 }).from(apiKeys).innerJoin(accounts, eq(accounts.id, apiKeys.accountId)).where(sql`${apiKeys.tokenHash} = any(${sql.placeholder('tokenHashes')}::text[])`))
+
+const touchKeys = prepared('api-keys:touch', (db) => db.update(apiKeys).set({ lastUsedAt: sql`now()` }).where(sql`${apiKeys.id} = any(${sql.placeholder('keyIds')}::text[])`))
 
 /** Key reads in flight at once: the rest wait and go together in the next query (a burst costs a few queries). */
 const MAX_READS_IN_FLIGHT = 2
@@ -61,6 +65,9 @@ export class Authenticator {
   /** Key hashes waiting for a read (each awaited by one load), in arrival order, and the reads in flight. */
   private readonly queued = new Map<string, Waiter>()
   private readsInFlight = 0
+  /** Keys used since the last write of last_used_at, and the timer that writes them. */
+  private readonly touched = new Set<string>()
+  private touchTimer: ReturnType<typeof setTimeout> | undefined
 
   /** `now` (epoch ms) decides expiry and cache age; tests pass their own clock instead of waiting for a key to expire. */
   constructor(private readonly db: Db, private readonly shared: SharedStore, private readonly ttlMs: number, private readonly now: () => number = Date.now) {}
@@ -163,8 +170,20 @@ export class Authenticator {
     return keysByHash(this.db, { tokenHashes })
   }
 
+  /**
+   * Notes a key as used; the keys noted within TOUCH_BATCH_MS are written in one UPDATE. One UPDATE per key made a
+   * reconnect storm of 10,000 devices queue 10,000 writes in the pool ahead of the key and device reads.
+   */
   private touch(keyId: string) {
-    this.db.update(apiKeys).set({ lastUsedAt: sql`now()` }).where(eq(apiKeys.id, keyId))
-      .catch(() => { /* a missed last_used_at update is harmless; the next one will land */ })
+    this.touched.add(keyId)
+    if (this.touchTimer) return
+    this.touchTimer = setTimeout(() => {
+      this.touchTimer = undefined
+      const keyIds = [...this.touched]
+      this.touched.clear()
+      touchKeys(this.db, { keyIds }).catch(() => { /* a missed last_used_at update is harmless; the next one will land */ })
+    }, TOUCH_BATCH_MS)
+    this.touchTimer.unref?.()
   }
+
 }
