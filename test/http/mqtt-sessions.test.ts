@@ -12,7 +12,7 @@ let env: TestEnv
 let port: number
 
 beforeAll(async () => {
-  env = await createTestEnv({ host: '127.0.0.1', mqtt: { port: 0 } })
+  env = await createTestEnv({ host: '127.0.0.1', mqtt: { port: 0, tlsPort: undefined, tlsCertFile: undefined, tlsKeyFile: undefined } })
   port = env.mqtt!.port!
 })
 afterAll(async () => { await env.close() })
@@ -60,7 +60,7 @@ class Raw {
   private constructor(private readonly socket: Socket, readonly version: 4 | 5) {
     this.parser = mqttPacket.parser({ protocolVersion: version })
     this.parser.on('packet', (packet) => { this.received.push(packet); this.waiting?.() })
-    socket.on('data', (data) => this.parser.parse(data))
+    socket.on('data', (data: Buffer) => this.parser.parse(data))
     socket.on('close', () => { this.closed = true; this.waiting?.() })
     socket.on('error', () => {})
   }

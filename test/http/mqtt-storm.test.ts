@@ -15,7 +15,7 @@ let port: number
 const devices: { id: string; key: string }[] = []
 
 beforeAll(async () => {
-  env = await createTestEnv({ host: '127.0.0.1', mqtt: { port: 0 } })
+  env = await createTestEnv({ host: '127.0.0.1', mqtt: { port: 0, tlsPort: undefined, tlsCertFile: undefined, tlsKeyFile: undefined } })
   port = env.mqtt!.port!
   // Made as POST /sensors/devices makes them (the API's rate limit would slow two hundred of them down).
   const owner = await env.account({ scopes: ['sensors:write'] })
