@@ -263,6 +263,8 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
   }
 
   function remember(client: Client, packet: PublishPacket, receipt: Receipt) {
+    // A clean session that closed while its publish was read has ended: nothing will resend into it.
+    if (client.closed && client.clean) return
     let held = receipts.get(client.id)
     if (!held) receipts.set(client.id, (held = new Map()))
     held.delete(packet.messageId!)

@@ -46,6 +46,9 @@ function fdLimits(): { soft: number; hard: number } {
   return { soft: soft!, hard: hard! }
 }
 
+/** Connections the first connect got accepted (memory is divided by these, not by the devices that tried). */
+const held = (r: FleetResult) => r.devices - r.connect.refused - r.connect.closed
+
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024
 
 /** Runs the device generator against `url`; `onConnected` is called while the fleet sits idle, all connected. */
@@ -101,7 +104,7 @@ async function ours(ctx: ScenarioContext, count: number, timing: Timing): Promis
     const gaugeAfter = Number(/^hrs_mqtt_connected_devices (\S+)/m.exec(metrics)?.[1])
     await server.stop()
     const { stored } = await storedReadings(database.url)
-    return { result, baseRssMiB, idleRssMiB, kibPerConnection: ((idleRssMiB - baseRssMiB) * 1024) / result.devices, gaugeAfter, stored, devices }
+    return { result, baseRssMiB, idleRssMiB, kibPerConnection: ((idleRssMiB - baseRssMiB) * 1024) / held(result), gaugeAfter, stored, devices }
   } finally {
     await server?.stop()
     await database.drop()
@@ -136,7 +139,7 @@ async function mosquitto(ctx: ScenarioContext, devices: { id: string; key: strin
     const baseRssMiB = rssMiB(proc.pid)
     let idleRssMiB = NaN
     const result = await drive(ctx, 'mosquitto', `mqtt://127.0.0.1:${port}`, devices, timing, async () => { idleRssMiB = rssMiB(proc.pid) })
-    return { result, baseRssMiB, idleRssMiB, kibPerConnection: ((idleRssMiB - baseRssMiB) * 1024) / result.devices }
+    return { result, baseRssMiB, idleRssMiB, kibPerConnection: ((idleRssMiB - baseRssMiB) * 1024) / held(result) }
   } finally {
     proc.kill('SIGTERM')
     await proc.exited
@@ -167,10 +170,10 @@ export const fleet: Scenario = async (ctx) => {
   const where = `${r.devices} devices × 1 reading/${timing.cadenceMs / 1000} s`
   const lines: Line[] = []
   const refusedNote = (x: FleetResult['connect']) => `${x.refused} refused${Object.keys(x.codes).length ? ` (CONNACK ${JSON.stringify(x.codes)})` : ''}, ${x.closed} closed without CONNACK`
-  lines.push(line(NAME, `connections held (${where})`, r.devices - r.connect.refused - r.connect.closed, m ? m.devices - m.connect.refused - m.connect.closed : undefined, 'conns', undefined, 'target', `${limitNote}; first connect: ${refusedNote(r.connect)}`))
+  lines.push(line(NAME, `connections held (${where})`, held(r), m ? held(m) : undefined, 'conns', undefined, 'target', `${limitNote}; first connect: ${refusedNote(r.connect)}`))
   if (run.kibPerConnection !== undefined) {
     lines.push(line(NAME, 'memory per idle connection, ours ÷ Mosquitto (target ≤ 8 KiB)', run.kibPerConnection, ceiling?.kibPerConnection, 'KiB', undefined, 'target',
-      `RSS ${run.baseRssMiB!.toFixed(0)} MiB with no device connected → ${run.idleRssMiB!.toFixed(0)} MiB with ${r.devices} idle; Mosquitto ${ceiling ? `${ceiling.baseRssMiB!.toFixed(1)} → ${ceiling.idleRssMiB!.toFixed(1)} MiB` : 'not run'}`))
+      `RSS ${run.baseRssMiB!.toFixed(0)} MiB with no device connected → ${run.idleRssMiB!.toFixed(0)} MiB with ${held(r)} idle; Mosquitto ${ceiling ? `${ceiling.baseRssMiB!.toFixed(1)} → ${ceiling.idleRssMiB!.toFixed(1)} MiB` : 'not run'}`))
   }
   lines.push(line(NAME, 'connect rate (first connect, 500 at a time)', (r.devices * 1000) / r.connect.ms, m ? (m.devices * 1000) / m.connect.ms : undefined, 'conns/s'))
   lines.push(line(NAME, `PUBACK p99 (${where}), ours ÷ Mosquitto (target < 100 ms)`, r.puback.p99, m?.puback.p99, 'ms', undefined, 'target',
