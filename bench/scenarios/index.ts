@@ -3,6 +3,7 @@ import type { Scenario } from '../lib/report.ts'
 import { activities } from './activities.ts'
 import { animalsWalk } from './animals-walk.ts'
 import { handWritten } from './hand-written.ts'
+import { fleet } from './fleet.ts'
 import { generatorCheck } from './generator-check.ts'
 import { httpFloor } from './http-floor.ts'
 import { httpLayer } from './http-layer.ts'
@@ -37,6 +38,8 @@ export const SCENARIOS: Record<string, Scenario> = {
   'ingest-log': ingestLog,
   // Devices over MQTT (QoS 1) ÷ the same load over HTTP, on the SQL store (and QuestDB when present).
   'ingest-mqtt': ingestMqtt,
+  // A fleet over MQTT: 10,000 devices held, a publish cadence and a reconnect storm, beside a private Mosquitto.
+  fleet,
   'questdb-client': questdbClient,
   webhooks,
   // The records side: list walks, idempotent writes, readings queries, and an integrator's mix of them.

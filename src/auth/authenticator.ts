@@ -21,15 +21,30 @@ export interface Principal {
 
 interface CacheEntry { principal: Principal; tokenHash: string; cachedAt: number; lastTouchedAt: number }
 
-/** last_used_at is a hint for humans, so it is written at most once a minute per key, off the request path. */
+/** last_used_at is a hint for humans, so it is written at most once a minute per key, off the request path… */
 const TOUCH_INTERVAL_MS = 60_000
+/** …and the keys used within this window are written together. */
+const TOUCH_BATCH_MS = 200
 
-/** A key and its account by the token's hash: the query every uncached key runs. */
-const keyByHash = prepared('api-keys:by-hash', (db) => db.select({
-  keyId: apiKeys.id, accountId: apiKeys.accountId, kind: apiKeys.kind, scopes: apiKeys.scopes,
+/**
+ * Keys and their accounts by the tokens' hashes: the query uncached keys run, many at once. After a restart (or on a
+ * new node) every device reconnects with a key not in the cache; one query per key saturated the pool and the
+ * queries left waiting were cancelled (db/client.ts' start deadline), which refused devices at CONNECT.
+ */
+const keysByHash = prepared('api-keys:by-hashes', (db) => db.select({
+  tokenHash: apiKeys.tokenHash, keyId: apiKeys.id, accountId: apiKeys.accountId, kind: apiKeys.kind, scopes: apiKeys.scopes,
   deviceId: apiKeys.deviceId, expiresAt: apiKeys.expiresAt, revokedAt: apiKeys.revokedAt,
   plan: accounts.plan, liveTestAllowlisted: accounts.liveTestAllowlisted,
-}).from(apiKeys).innerJoin(accounts, eq(accounts.id, apiKeys.accountId)).where(eq(apiKeys.tokenHash, sql.placeholder('tokenHash'))))
+}).from(apiKeys).innerJoin(accounts, eq(accounts.id, apiKeys.accountId)).where(sql`${apiKeys.tokenHash} = any(${sql.placeholder('tokenHashes')}::text[])`))
+
+const touchKeys = prepared('api-keys:touch', (db) => db.update(apiKeys).set({ lastUsedAt: sql`now()` }).where(sql`${apiKeys.id} = any(${sql.placeholder('keyIds')}::text[])`))
+
+/** Key reads in flight at once: the rest wait and go together in the next query (a burst costs a few queries). */
+const MAX_READS_IN_FLIGHT = 2
+/** Keys per query: a storm of 10,000 new keys is 20 queries. */
+const MAX_KEYS_PER_READ = 500
+
+interface Waiter { resolve(principal: Principal | undefined): void; reject(error: unknown): void }
 
 /** An expired key is refused whether or not it is cached. */
 const live = (principal: Principal, now: number) => (principal.expiresAt !== null && principal.expiresAt <= now ? undefined : principal)
@@ -47,6 +62,12 @@ export class Authenticator {
   private readonly loading = new Map<string, Promise<Principal | undefined>>()
   /** Bumped on every invalidation, so a lookup that raced with one does not cache what it read. */
   private generation = 0
+  /** Key hashes waiting for a read (each awaited by one load), in arrival order, and the reads in flight. */
+  private readonly queued = new Map<string, Waiter>()
+  private readsInFlight = 0
+  /** Keys used since the last write of last_used_at, and the timer that writes them. */
+  private readonly touched = new Set<string>()
+  private touchTimer: ReturnType<typeof setTimeout> | undefined
 
   /** `now` (epoch ms) decides expiry and cache age; tests pass their own clock instead of waiting for a key to expire. */
   constructor(private readonly db: Db, private readonly shared: SharedStore, private readonly ttlMs: number, private readonly now: () => number = Date.now) {}
@@ -108,17 +129,61 @@ export class Authenticator {
     return pending
   }
 
-  private async read(tokenHash: string): Promise<Principal | undefined> {
-    const [row] = await keyByHash(this.db, { tokenHash })
-    if (!row || row.revokedAt) return undefined
-    return {
-      keyId: row.keyId, accountId: row.accountId, kind: row.kind, scopes: row.scopes, deviceId: row.deviceId,
-      plan: row.plan, liveTestAllowlisted: row.liveTestAllowlisted, expiresAt: row.expiresAt?.getTime() ?? null,
+  /**
+   * One key's principal from the database. Alone it is read at once; while MAX_READS_IN_FLIGHT reads are out, keys
+   * queue and the next read takes all of them (up to MAX_KEYS_PER_READ) in one query.
+   */
+  private read(tokenHash: string): Promise<Principal | undefined> {
+    // load() shares one read per token, and a token has one hash: a hash is never queued twice.
+    const read = new Promise<Principal | undefined>((resolve, reject) => { this.queued.set(tokenHash, { resolve, reject }) })
+    this.readQueued()
+    return read
+  }
+
+  private readQueued() {
+    while (this.readsInFlight < MAX_READS_IN_FLIGHT && this.queued.size) {
+      const batch = new Map<string, Waiter>()
+      for (const [tokenHash, waiter] of this.queued) {
+        if (batch.size === MAX_KEYS_PER_READ) break
+        batch.set(tokenHash, waiter)
+        this.queued.delete(tokenHash)
+      }
+      this.readsInFlight++
+      this.readKeys([...batch.keys()]).then((rows) => {
+        const found = new Map(rows.map((row) => [row.tokenHash, row]))
+        for (const [tokenHash, waiter] of batch) {
+          const row = found.get(tokenHash)
+          waiter.resolve(!row || row.revokedAt ? undefined : {
+            keyId: row.keyId, accountId: row.accountId, kind: row.kind, scopes: row.scopes, deviceId: row.deviceId,
+            plan: row.plan, liveTestAllowlisted: row.liveTestAllowlisted, expiresAt: row.expiresAt?.getTime() ?? null,
+          })
+        }
+      }, (error) => { for (const waiter of batch.values()) waiter.reject(error) }).finally(() => {
+        this.readsInFlight--
+        this.readQueued()
+      })
     }
   }
 
-  private touch(keyId: string) {
-    this.db.update(apiKeys).set({ lastUsedAt: sql`now()` }).where(eq(apiKeys.id, keyId))
-      .catch(() => { /* a missed last_used_at update is harmless; the next one will land */ })
+  /** One query for many keys (its own method so a test can count the queries a burst costs). */
+  private readKeys(tokenHashes: string[]) {
+    return keysByHash(this.db, { tokenHashes })
   }
+
+  /**
+   * Notes a key as used; the keys noted within TOUCH_BATCH_MS are written in one UPDATE. One UPDATE per key made a
+   * reconnect storm of 10,000 devices queue 10,000 writes in the pool ahead of the key and device reads.
+   */
+  private touch(keyId: string) {
+    this.touched.add(keyId)
+    if (this.touchTimer) return
+    this.touchTimer = setTimeout(() => {
+      this.touchTimer = undefined
+      const keyIds = [...this.touched]
+      this.touched.clear()
+      touchKeys(this.db, { keyIds }).catch(() => { /* a missed last_used_at update is harmless; the next one will land */ })
+    }, TOUCH_BATCH_MS)
+    this.touchTimer.unref?.()
+  }
+
 }
