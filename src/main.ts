@@ -58,14 +58,6 @@ async function serve() {
     await deps.close()
     return refuseStart(listenRefusal(tls ? 'MQTTS_PORT' : 'MQTT_PORT', tls ? mqttConfig.tlsPort : mqttConfig.port, config.host, error))
   }) : undefined
-  // A worker tells its supervisor it is serving, so "listening" is printed only once every worker is.
-  if (isWorker) process.send?.('ready')
-  else {
-    const host = config.host === '0.0.0.0' ? 'localhost' : config.host
-    console.log(`listening on http://${host}:${server.port}/api/v1 (${deps.database.kind}, ${deps.shared.kind} store)`)
-    if (mqtt?.port !== undefined) console.log(`mqtt listening on mqtt://${host}:${mqtt.port}`)
-    if (mqtt?.tlsPort !== undefined) console.log(`mqtt listening on mqtts://${host}:${mqtt.tlsPort}`)
-  }
   // Stored idempotent responses are kept 24 h; every process sweeps now and then (the delete is idempotent).
   const sweep = setInterval(() => purgeExpiredIdempotencyKeys(deps).catch((error) => deps.log.warn('idempotency sweep failed', { error: String(error) })), 3600_000)
   sweep.unref()
@@ -82,6 +74,16 @@ async function serve() {
   }
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
+  // Only now, with the signal handlers in place: whoever reads this line may send SIGTERM at once (a test did, in the
+  // moment between the line and the handlers, on a loaded machine, and the process died of the signal).
+  // A worker tells its supervisor it is serving, so "listening" is printed only once every worker is.
+  if (isWorker) process.send?.('ready')
+  else {
+    const host = config.host === '0.0.0.0' ? 'localhost' : config.host
+    console.log(`listening on http://${host}:${server.port}/api/v1 (${deps.database.kind}, ${deps.shared.kind} store)`)
+    if (mqtt?.port !== undefined) console.log(`mqtt listening on mqtt://${host}:${mqtt.port}`)
+    if (mqtt?.tlsPort !== undefined) console.log(`mqtt listening on mqtts://${host}:${mqtt.tlsPort}`)
+  }
 }
 
 async function supervise() {
@@ -106,10 +108,11 @@ async function supervise() {
     for (const child of children) child.kill('SIGTERM')
     process.exit(1)
   }
-  console.log(`listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${config.port}/api/v1 (${config.workers} workers)`)
   const relay = (signal: NodeJS.Signals) => { for (const child of children) child.kill(signal) }
   process.on('SIGTERM', () => relay('SIGTERM'))
   process.on('SIGINT', () => relay('SIGINT'))
+  // After the handlers, as in serve(): whoever reads this line may signal at once.
+  console.log(`listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${config.port}/api/v1 (${config.workers} workers)`)
   const codes = await Promise.all(children.map((c) => c.exited))
   process.exit(codes.every((c) => c === 0) ? 0 : 1)
 }
