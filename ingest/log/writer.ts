@@ -78,7 +78,10 @@ export class LogWriter {
     })().catch((error) => { if (!this.stopped) this.deps.log.error('ingest log writer stopped', { error: String(error) }) })
   }
 
-  /** `down` while its store writes fail, or readings reach the store later than `lagBoundMs` after the log took them. */
+  /**
+   * `down` while its store writes fail, or readings reach the store later than `lagBoundMs` after the log took them
+   * (0 once the writer has caught up with the log).
+   */
   state(lagBoundMs: number): 'ok' | 'down' {
     return this.failing || this.lastLagMs > lagBoundMs ? 'down' : 'ok'
   }
@@ -135,6 +138,10 @@ export class LogWriter {
       this.lastLagMs = Math.max(0, now - Number(message.timestampNanos / 1_000_000n))
       this.deps.metrics.ingestLogLag.observe([], this.lastLagMs / 1000)
     }
+    // Caught up (the log holds nothing more for this writer, and nothing waits here): no reading is late now. Without
+    // this, the lag of a backlog's last message stayed the writer's state until the next message came, so a writer
+    // idle after draining a long outage reported itself down indefinitely.
+    if (batch[batch.length - 1]!.message.info.pending === 0 && !this.pending.length) this.lastLagMs = 0
     this.failing = false
     this.deps.metrics.ingestLogWriterBatches.inc(['stored'])
     this.options.onWritten?.(readings)
