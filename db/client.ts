@@ -166,9 +166,12 @@ export async function openPostgres(databaseUrl: string): Promise<Database> {
         max: connections, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS, backoff: reconnectBackoffSeconds, idle_timeout: 60,
         connection: { statement_timeout: statementTimeoutMs, TimeZone: 'UTC' },
       })
+      // The same start deadline as the records pool: while Postgres is down, a read waits for a connection at most
+      // START_DEADLINE_MS, then fails as unavailable (503 within the 2 s the README promises).
+      const stopDeadlines = cancelQueriesNotStarted(reader)
       return {
         query: (text, params, signal) => cancellable(reader.unsafe(text, params as never[]) as never, signal),
-        close: () => reader.end({ timeout: 5 }),
+        close: () => { stopDeadlines(); return reader.end({ timeout: 5 }) },
       }
     },
     ping: async () => { await client`select 1` },

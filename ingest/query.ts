@@ -164,7 +164,8 @@ async function underDeadline<T>(deps: ReadingsQueryDeps, request: Request, accou
  */
 const isStoreTimeout = (error: unknown) => {
   const { code, message } = error as { code?: unknown; message?: unknown }
-  return code === '57014' || (typeof message === 'string' && message.startsWith('timeout, query aborted'))
+  // 57014 is also a query cancelled before it started (Postgres unreachable, db/client.ts): that one is a 503.
+  return typeof message === 'string' && ((code === '57014' && message.includes('statement timeout')) || message.startsWith('timeout, query aborted'))
 }
 
 export function readingsRoutes(deps: ReadingsQueryDeps) {
