@@ -122,11 +122,9 @@ function sampledPieces(table: string, filter: ReadingsFilter, spec: AggregationS
   }
   const every = `sample by ${sampleUnit(spec.intervalMs)} align to calendar`
   const statistics = 'sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts'
-  if (pieces.length === 1 && pieces[0]!.level === 'raw') {
-    // Raw readings only (7.4, or views behind): straight from the table.
-    return `select ts, ${variant}, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, max(ts) last_ts from ${table} where ${where(filter)} ${every}`
-  }
-  // The branches follow one another in time (the planner's pieces do not overlap), so their union is in ts order as
+  // Always through a subquery, even for raw readings alone: QuestDB 7.4 samples each row on its own when a SAMPLE
+  // BY aggregates its designated timestamp (max(ts), even cast), and last_ts needs exactly that; a copy of ts made
+  // in a subquery is an ordinary column. The branches follow one another in time (the planner's pieces do not overlap), so their union is in ts order as
   // SAMPLE BY needs, and last(last_v) is the value of the latest piece of a variant in each bucket.
   return `select ts, ${variant}, ${statistics} from (${pieces.map((p) => `(${branch(p)})`).join(' union all ')}) timestamp(ts) ${every}`
 }
