@@ -90,6 +90,12 @@ export async function createTestEnv(overrides: Partial<Config> = {}, options: De
   }
 }
 
+/** Drops a QuestDB readings table of a test's own, with the rollup views our store makes for it (8.3.1 and later). */
+export async function dropQuestdbTable(admin: { unsafe(query: string): Promise<unknown> }, table: string): Promise<void> {
+  for (const name of [`${table}_1d`, `${table}_1h`, `${table}_1m`]) await admin.unsafe(`drop materialized view if exists ${name}`).catch(() => {})
+  await admin.unsafe(`drop table if exists ${table}`).catch(() => {})
+}
+
 /** Asserts a problem+json response and returns its body. */
 export async function problem(response: Response, status: number, code: string): Promise<Record<string, any>> {
   const text = await response.text()

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import type { Reading } from '../../ingest/stores/interface.ts'
-import { createTestEnv, problem, waitFor, type TestEnv } from '../helpers.ts'
+import { dropQuestdbTable, createTestEnv, problem, waitFor, type TestEnv } from '../helpers.ts'
 
 const QUESTDB_ILP = process.env.QUESTDB_ILP || undefined
 const QUESTDB_PG_URL = process.env.QUESTDB_PG_URL || undefined
@@ -84,7 +84,7 @@ for (const { name, overrides } of stores) {
       await env?.close()
       if (env?.deps.readings.kind === 'questdb') {
         const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
-        await admin.unsafe(`drop materialized view if exists ${questTable}_1d`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${questTable}_1h`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${questTable}_1m`).catch(() => {}); await admin.unsafe(`drop table if exists ${questTable}`).catch(() => {})
+        await dropQuestdbTable(admin, questTable)
         await admin.end()
       }
     })

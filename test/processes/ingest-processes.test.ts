@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import mqtt from 'mqtt'
 import postgres from 'postgres'
 import { freePort } from '../../bench/lib/processes.ts'
-import { freshDatabase, REAL_REDIS_URL, waitFor } from '../helpers.ts'
+import { dropQuestdbTable, freshDatabase, REAL_REDIS_URL, waitFor } from '../helpers.ts'
 import { runCli, startServer, tempDataDir } from '../process-helpers.ts'
 
 let database: Awaited<ReturnType<typeof freshDatabase>>
@@ -144,7 +144,7 @@ if (!questdb) console.log('ingest-processes.test: the QuestDB kill test is skipp
 afterAll(async () => {
   if (!questdb) return
   const admin = postgres(questdb.QUESTDB_PG_URL, { max: 1, prepare: false, onnotice: () => {} })
-  await admin.unsafe(`drop materialized view if exists ${questdb.QUESTDB_TABLE}_1d`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${questdb.QUESTDB_TABLE}_1h`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${questdb.QUESTDB_TABLE}_1m`).catch(() => {}); await admin.unsafe(`drop table if exists ${questdb.QUESTDB_TABLE}`).catch(() => {})
+  await dropQuestdbTable(admin, questdb.QUESTDB_TABLE)
   await admin.end()
 })
 

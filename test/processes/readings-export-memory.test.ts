@@ -9,7 +9,7 @@ import { questdbStore } from '../../ingest/stores/questdb.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import { loadConfig } from '../../src/config.ts'
 import { openDatabase } from '../../src/deps.ts'
-import { freshDatabase, REAL_REDIS_URL, waitFor } from '../helpers.ts'
+import { dropQuestdbTable, freshDatabase, REAL_REDIS_URL, waitFor } from '../helpers.ts'
 import { runCli, startServer, tempDataDir } from '../process-helpers.ts'
 
 const QUESTDB_ILP = process.env.QUESTDB_ILP || undefined
@@ -76,7 +76,7 @@ afterAll(async () => {
   await database?.drop()
   if (onQuestDb) {
     const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
-    await admin.unsafe(`drop materialized view if exists ${questTable}_1d`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${questTable}_1h`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${questTable}_1m`).catch(() => {}); await admin.unsafe(`drop table if exists ${questTable}`).catch(() => {})
+    await dropQuestdbTable(admin, questTable)
     await admin.end()
   }
 })

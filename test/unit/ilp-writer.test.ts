@@ -12,7 +12,7 @@ import type { Reading } from '../../ingest/stores/interface.ts'
 import { describeIlpError, escapeIlp, ilpTarget, rowText, seriesPrefix } from '../../ingest/stores/ilp.ts'
 import { ilpReadingsWriter, questdbStore, SeriesPrefixes } from '../../ingest/stores/questdb.ts'
 import { loadConfig } from '../../src/config.ts'
-import { waitFor } from '../helpers.ts'
+import { dropQuestdbTable, waitFor } from '../helpers.ts'
 
 const QUESTDB_ILP = process.env.QUESTDB_ILP || undefined
 const QUESTDB_PG_URL = process.env.QUESTDB_PG_URL || undefined
@@ -212,7 +212,7 @@ describe.skipIf(!questdb)('round trips through a real QuestDB', () => {
   const wrong = `hrs_test_ilp_wrong_${suffix}`
   const admin = questdb ? postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} }) : undefined
   afterAll(async () => {
-    for (const t of [ours, theirs, wrong]) { await admin?.unsafe(`drop materialized view if exists ${t}_1d`).catch(() => {}); await admin?.unsafe(`drop materialized view if exists ${t}_1h`).catch(() => {}); await admin?.unsafe(`drop materialized view if exists ${t}_1m`).catch(() => {}); await admin?.unsafe(`drop table if exists ${t}`).catch(() => {}) }
+    for (const t of [ours, theirs, wrong]) { if (admin) await dropQuestdbTable(admin, t) }
     await admin?.end()
   })
 

@@ -11,7 +11,7 @@ import { questdbStore } from '../../ingest/stores/questdb.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import { AGGREGATES, NO_DEADLINE, type Aggregate, type BucketRow, type BucketSpec, type Fill, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from '../../ingest/stores/interface.ts'
 import { loadConfig } from '../../src/config.ts'
-import { createTestEnv, waitFor, type TestEnv } from '../helpers.ts'
+import { dropQuestdbTable, createTestEnv, waitFor, type TestEnv } from '../helpers.ts'
 
 const QUESTDB_ILP = process.env.QUESTDB_ILP || undefined
 const QUESTDB_PG_URL = process.env.QUESTDB_PG_URL || undefined
@@ -165,7 +165,7 @@ describe.skipIf(!QUESTDB_ILP || !QUESTDB_PG_URL)('the planner equals the raw ans
   afterAll(async () => {
     await store?.close()
     const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
-    await admin.unsafe(`drop materialized view if exists ${table}_1d`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${table}_1h`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${table}_1m`).catch(() => {}); await admin.unsafe(`drop table if exists ${table}`).catch(() => {})
+    await dropQuestdbTable(admin, table)
     await admin.end()
     await env?.close()
   })

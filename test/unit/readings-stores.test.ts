@@ -7,7 +7,7 @@ import { NO_DEADLINE, type Aggregate, type Fill, type ReadingsFilter, type Readi
 import { questdbStore } from '../../ingest/stores/questdb.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import { loadConfig } from '../../src/config.ts'
-import { createTestEnv, waitFor, type TestEnv } from '../helpers.ts'
+import { dropQuestdbTable, createTestEnv, waitFor, type TestEnv } from '../helpers.ts'
 
 const QUESTDB_ILP = process.env.QUESTDB_ILP || undefined
 const QUESTDB_PG_URL = process.env.QUESTDB_PG_URL || undefined
@@ -97,7 +97,7 @@ describe.skipIf(!enabled)('SQL store and QuestDB answer alike', () => {
   afterAll(async () => {
     await quest?.close()
     const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
-    await admin.unsafe(`drop materialized view if exists ${table}_1d`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${table}_1h`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${table}_1m`).catch(() => {}); await admin.unsafe(`drop table if exists ${table}`).catch(() => {})
+    await dropQuestdbTable(admin, table)
     await admin.end()
     await env?.close()
   })
@@ -201,7 +201,7 @@ describe.skipIf(!enabled)('the API on QuestDB', () => {
     } finally {
       await api.close()
       const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
-      await admin.unsafe(`drop materialized view if exists ${apiTable}_1d`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${apiTable}_1h`).catch(() => {}); await admin.unsafe(`drop materialized view if exists ${apiTable}_1m`).catch(() => {}); await admin.unsafe(`drop table if exists ${apiTable}`).catch(() => {})
+      await dropQuestdbTable(admin, apiTable)
       await admin.end()
     }
   })
