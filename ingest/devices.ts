@@ -26,6 +26,8 @@ export class DeviceDirectory {
   private readonly cache = new Map<string, { info: DeviceInfo; loadedAt: number }>()
   private readonly loading = new Map<string, Promise<DeviceInfo | undefined>>()
   private readonly sightings = new Map<string, Sighting>()
+  /** Sightings taken out for writing back whose statement has not finished: still newer than the rows. */
+  private readonly writing = new Map<string, number>()
   private generation = 0
   private timer: ReturnType<typeof setInterval> | undefined
 
@@ -55,7 +57,7 @@ export class DeviceDirectory {
 
   /** When this process last saw the device report, if it has not written that back yet (at most a second). */
   pendingLastSeen(deviceId: string): number | undefined {
-    return this.sightings.get(deviceId)?.lastSeen
+    return this.sightings.get(deviceId)?.lastSeen ?? this.writing.get(deviceId)
   }
 
   /** Notes that a device reported, and which of its channels arrived without a mapping. */
@@ -78,10 +80,14 @@ export class DeviceDirectory {
     // Epoch milliseconds as float8[] (exact), as the SQL readings store sends them: drizzle leaves timestamp
     // parameters to the driver unserialised, so postgres.js cannot bind a timestamptz[].
     const seenMs = batch.map(([, sighting]) => sighting.lastSeen)
+    // Until the statement commits, the row still holds the older sighting (or none): a page read in between
+    // asks pendingLastSeen, which must still know it (console's "Last seen" said "never" on a busy machine).
+    for (const [deviceId, sighting] of batch) this.writing.set(deviceId, sighting.lastSeen)
     await this.db.execute(sql`update ${sensorDevices} set last_seen_at = to_timestamp(sighting.seen_ms / 1000)
       from unnest(${sql.param(ids)}::text[], ${sql.param(seenMs)}::float8[]) as sighting(id, seen_ms)
       where ${sensorDevices.id} = sighting.id and ${sensorDevices.deleted_at} is null`)
       .catch(() => { /* best effort: last_seen_at is informational, and the next sighting writes it again */ })
+      .finally(() => { for (const [deviceId, sighting] of batch) if (this.writing.get(deviceId) === sighting.lastSeen) this.writing.delete(deviceId) })
     for (const [deviceId, sighting] of batch) {
       if (!sighting.unmapped.size) continue
       const unmapped = [...sighting.unmapped]
