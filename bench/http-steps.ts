@@ -21,7 +21,7 @@ import type { ReadingsStore } from '../ingest/stores/interface.ts'
 
 const REQUESTS = 30_000
 const IN_FLIGHT = 64
-const discarding: ReadingsStore = { kind: 'sql', async write() {}, async raw() { return [] }, async buckets() { return [] }, async latest() { return [] }, async ping() {}, async close() {} }
+const discarding: ReadingsStore = { kind: 'sql', rollupLevels: [], maintain: async () => ({ dropped: [], created: [] }), async write() {}, async raw() { return [] }, async buckets() { return [] }, async latest() { return [] }, async ping() {}, async close() {} }
 const config = loadConfig({}, { dataDir: 'memory://', demo: false, logLevel: 'warn', ingestFlushMs: 1, deviceRateLimitPerMinute: 1_000_000_000 })
 const deps = await createDeps(config, { readings: () => discarding })
 const app = createApp(deps)

@@ -2,7 +2,7 @@
 // and the series catalogue before anything runs in the readings store, and a request over the limit is refused
 // there and then, with a way to fit under it.
 import { ApiError } from '../src/http/errors.ts'
-import type { ReadingsQueryLimits } from '../src/config.ts'
+import type { ReadingsQueryLimits, ReadingsRetention } from '../src/config.ts'
 import type { BucketRow, BucketSpec, Fill, ReadingsFilter, ReadingsStore, SeriesPosition } from './stores/interface.ts'
 
 export const INTERVALS = { '1m': 60_000, '5m': 300_000, '15m': 900_000, '30m': 1_800_000, '1h': 3_600_000, '6h': 21_600_000, '12h': 43_200_000, '1d': 86_400_000 } as const
@@ -64,6 +64,24 @@ export function rollupPieces(from: number, to: number, intervalMs: number, avail
     return [...cover(from, start, i + 1), { level: level.name, from: start, to: end }, ...cover(end, to, i + 1)]
   }
   return cover(from, to, 0)
+}
+
+/** The earliest instant each level is sure to hold: midnight UTC, its retention's days before today (0 days: forever). */
+export type RetentionHorizons = Record<RollupLevel | 'raw', number>
+
+export function retentionHorizons(retention: ReadingsRetention, now: number): RetentionHorizons {
+  const today = Math.floor(now / DAY_MS) * DAY_MS
+  const horizon = (days: number) => (days === 0 ? -Infinity : today - days * DAY_MS)
+  return { raw: horizon(retention.rawDays), '1m': horizon(retention.minuteDays), '1h': horizon(retention.hourDays), '1d': horizon(retention.dayDays) }
+}
+
+/**
+ * The pieces of a window (rollupPieces) some of which lie before the horizon of the level they are read from: a
+ * query needing them cannot be answered exactly, whatever the store still happens to hold (partitions are dropped a
+ * while after their horizon passes), so it is refused rather than answered with rows missing.
+ */
+export function piecesBeyondRetention(pieces: readonly Piece[], horizons: RetentionHorizons): Piece[] {
+  return pieces.filter((piece) => piece.from < horizons[piece.level])
 }
 
 /** A window length for people: "3 days", "5 hours", "40 minutes". */

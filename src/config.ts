@@ -74,6 +74,8 @@ export interface Config {
   readonly ingestLog: IngestLogConfig | undefined
   /** Bounds on `GET /environment/readings` (ingest/planner.ts, ingest/query.ts): see `ReadingsQueryLimits`. */
   readonly readingsQueries: ReadingsQueryLimits
+  /** How long readings and their rollups are kept: see `ReadingsRetention`. */
+  readonly readingsRetention: ReadingsRetention
   /** The MQTT listener for devices (ingest/mqtt/), off when undefined: a machine with its own broker on 1883 still starts. */
   readonly mqtt: MqttConfig | undefined
 }
@@ -100,6 +102,47 @@ export interface ReadingsQueryLimits {
  * more than any query within it takes from the rollups, and well under a client's patience (30 s is common).
  */
 export const READINGS_QUERY_DEFAULTS: ReadingsQueryLimits = { maxBuckets: 1_000_000, heavyRows: 20_000, perAccount: 2, timeoutMs: 5_000, connections: 4 }
+
+/**
+ * Days each level of readings is kept, deployment-wide (0: forever). Expiry drops whole partitions (a day of raw
+ * readings, of minute rollups; a month of hour and day rollups), never rows one by one, so an account's plan cannot
+ * decide it: the partitions hold every account. Each level is kept at least as long as the level below it, so a
+ * window the raw readings no longer hold is answered from rollups wherever an interval of theirs fits.
+ */
+export interface ReadingsRetention {
+  readonly rawDays: number
+  readonly minuteDays: number
+  readonly hourDays: number
+  readonly dayDays: number
+}
+
+/**
+ * Raw readings for 90 days (a dense site at 10,000 readings/s holds 78 billion of them in that time), minute
+ * rollups for a year, hour rollups for five years, day rollups forever: "history of years" stays answerable
+ * at hourly resolution, which is what charts of a year ask for.
+ */
+export const READINGS_RETENTION_DEFAULTS: ReadingsRetention = { rawDays: 90, minuteDays: 365, hourDays: 1825, dayDays: 0 }
+
+function readingsRetention(env: Record<string, string | undefined>): ReadingsRetention {
+  const forever = (days: number) => (days === 0 ? Infinity : days)
+  const levels = [
+    ['READINGS_RETENTION_DAYS', READINGS_RETENTION_DEFAULTS.rawDays], ['READINGS_MINUTE_ROLLUP_RETENTION_DAYS', READINGS_RETENTION_DEFAULTS.minuteDays],
+    ['READINGS_HOUR_ROLLUP_RETENTION_DAYS', READINGS_RETENTION_DEFAULTS.hourDays], ['READINGS_DAY_ROLLUP_RETENTION_DAYS', READINGS_RETENTION_DEFAULTS.dayDays],
+  ] as const
+  const days: number[] = []
+  for (let i = 0; i < levels.length; i++) {
+    const [name, fallback] = levels[i]!
+    const finer = days[i - 1]
+    // A level left unset is kept at least as long as the one below it (READINGS_RETENTION_DAYS=400 alone works).
+    const value = int(env, name, finer !== undefined && forever(finer) > forever(fallback) ? finer : fallback, 0)
+    if (finer !== undefined && forever(value) < forever(finer)) {
+      throw new Error(`${name} (${value || 'forever'}) must be at least ${levels[i - 1]![0]} (${finer || 'forever'}): a coarser level is kept at least as long`)
+    }
+    days.push(value)
+  }
+  const [rawDays, minuteDays, hourDays, dayDays] = days as [number, number, number, number]
+  return { rawDays, minuteDays, hourDays, dayDays }
+}
 
 export interface MqttConfig {
   /** Plain MQTT (3.1.1 and 5) on HOST; undefined: no plain listener. 0 picks a free port (tests). */
@@ -282,6 +325,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: int(env, 'READINGS_QUERY_TIMEOUT_MS', READINGS_QUERY_DEFAULTS.timeoutMs, 100),
       connections: int(env, 'READINGS_QUERY_CONNECTIONS', READINGS_QUERY_DEFAULTS.connections, 1),
     },
+    readingsRetention: readingsRetention(env),
     ...overrides,
   }
   return Object.freeze(config)

@@ -11,6 +11,8 @@ let written = 0
 let batches = 0
 const discarding: ReadingsStore = {
   kind: 'sql',
+  rollupLevels: [],
+  maintain: async () => ({ dropped: [], created: [] }),
   async write(readings) { written += readings.length; batches++ },
   async raw() { return [] },
   async buckets() { return [] },

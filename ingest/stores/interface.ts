@@ -1,5 +1,6 @@
 // Where readings live: QuestDB in production, a table in the records database by default. Both answer the same
 // queries with the same rows for the same data (test/unit/readings-stores.test.ts holds them to it).
+import type { RetentionHorizons, RollupLevel } from '../planner.ts'
 
 /** One reading as stored: the device's channel, mapped (or not) to a metric and an environment at ingest. */
 export interface Reading {
@@ -49,6 +50,9 @@ export interface BucketSpec {
 /** What a store aggregates: the buckets holding readings (fills are the planner's, ingest/planner.ts). */
 export type AggregationSpec = Pick<BucketSpec, 'intervalMs' | 'aggregates'>
 
+/** What one maintenance run did: the partitions it dropped and made, by table, for the log. */
+export interface MaintenanceReport { dropped: string[]; created: string[] }
+
 /** The signal of a read nobody will abort. */
 export const NO_DEADLINE: AbortSignal = new AbortController().signal
 
@@ -61,6 +65,16 @@ export type ReadingsSink = Pick<ReadingsStore, 'write'>
 
 export interface ReadingsStore {
   readonly kind: 'questdb' | 'sql'
+  /**
+   * The rollup levels the store keeps (ingest/planner.ts ROLLUP_LEVELS): every level on the SQL store; on QuestDB
+   * its materialized views (8.3.1 on), none on 7.4. What a window before the raw readings' horizon can be answered from.
+   */
+  readonly rollupLevels: readonly RollupLevel[]
+  /**
+   * Drops what every level's retention has passed, whole partitions at a time, never row by row; prepares what
+   * writes will need next (the SQL store's partitions ahead of time). Safe to run from several processes at once.
+   */
+  maintain(horizons: RetentionHorizons, now: number): Promise<MaintenanceReport>
   /** Resolves once every reading is durably stored; a reading already stored (same device, channel, ts) is skipped. */
   write(readings: readonly Reading[]): Promise<void>
   /**

@@ -178,6 +178,9 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
 
   return {
     kind: 'questdb',
+    rollupLevels: views ? ROLLUP_LEVELS.map((l) => l.name) : [],
+    // Not yet: QuestDB expiry (DROP PARTITION on 7.4, TTL or DROP PARTITION on 8.3.1+) is being built (issue 30).
+    async maintain() { return { dropped: [], created: [] } },
     async write(readings) {
       if (!readings.length) return
       await catalogue?.idsOf(readings)

@@ -1,7 +1,7 @@
 // Readings in the records database (Postgres, or PGlite embedded): one multi-row insert per batch through
 // unnest() of column arrays. A retried batch must add nothing: readings are unique on (device, channel, ts).
 import type { Database, ReaderOptions } from '../../db/client.ts'
-import { rollupPieces, type Piece } from '../planner.ts'
+import { rollupPieces, ROLLUP_LEVELS, type Piece } from '../planner.ts'
 import { SeriesCatalogue, seriesWhere } from '../series.ts'
 import { NO_DEADLINE, type Aggregate, type AggregationSpec, type BucketRow, type LatestPosition, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
@@ -109,6 +109,9 @@ export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_REA
   const reads = database.openReader(reader)
   return {
     kind: 'sql',
+    rollupLevels: ROLLUP_LEVELS.map((l) => l.name),
+    // Not yet: partitions and expiry come with the compact layout (issue 30).
+    async maintain() { return { dropped: [], created: [] } },
     async write(readings) {
       if (!readings.length) return
       const series = await catalogue.idsOf(readings)

@@ -12,6 +12,8 @@ function controllableStore() {
   let writes = 0
   const store: ReadingsStore = {
     kind: 'sql',
+    rollupLevels: [],
+    maintain: async () => ({ dropped: [], created: [] }),
     async write(readings) {
       writes++
       if (mode === 'fail') throw new Error('store is down')
