@@ -13,6 +13,7 @@ import { DeviceDirectory, type DeviceInfo } from './devices.ts'
 import { openIngestLog, type IngestLogConnection } from './log/index.ts'
 import { logSink } from './log/producer.ts'
 import { LogWriter } from './log/writer.ts'
+import { ReadingsMaintenance } from './maintenance.ts'
 import type { Parsed } from './parse.ts'
 import type { ReadingsStore } from './stores/interface.ts'
 
@@ -23,6 +24,8 @@ export interface Ingest {
   readonly log: IngestLogConnection | undefined
   /** This process's writer from the log to the store, when the log is on and this process runs one. */
   readonly writer: LogWriter | undefined
+  /** Partitions, expiry and layout moves of the readings store, when this process writes to it (ingest/maintenance.ts). */
+  readonly maintenance: ReadingsMaintenance | undefined
   /**
    * Resolves once a device's parsed readings are durable (group commit: in the store, or in the log), then notes
    * the sighting. Every transport (HTTP, MQTT) acknowledges after this; it throws IngestUnavailable when it cannot.
@@ -33,7 +36,7 @@ export interface Ingest {
 }
 
 export interface IngestDeps {
-  readonly config: Pick<Config, 'ingestBatchSize' | 'ingestFlushMs' | 'ingestMaxQueued' | 'ingestFlushConcurrency' | 'ingestWriteTimeoutMs' | 'ingestLog'>
+  readonly config: Pick<Config, 'ingestBatchSize' | 'ingestFlushMs' | 'ingestMaxQueued' | 'ingestFlushConcurrency' | 'ingestWriteTimeoutMs' | 'ingestLog' | 'readingsRetention'>
   readonly database: Database
   readonly shared: SharedStore
   readonly readings: ReadingsStore
@@ -68,16 +71,20 @@ export async function createIngest(deps: IngestDeps): Promise<Ingest> {
     ? new LogWriter(log, deps.readings, { maxReadings: config.ingestBatchSize, flushMs: config.ingestFlushMs, concurrency: config.ingestFlushConcurrency, writeTimeoutMs: config.ingestWriteTimeoutMs, onWritten: deps.onWritten }, deps)
     : undefined
   await writer?.start()
+  // The processes that write to the store look after it: without the log every server process, with it the writers.
+  const maintenance = !log || writer ? new ReadingsMaintenance(deps.readings, config.readingsRetention, deps.log) : undefined
+  maintenance?.start()
   const devices = new DeviceDirectory(deps.database.db, deps.shared)
   await devices.start()
   return {
-    batcher, devices, log, writer,
+    batcher, devices, log, writer, maintenance,
     async accept(device, parsed) {
       if (parsed.readings.length) await batcher.add(parsed.readings)
       devices.seen(device, parsed.unmapped)
     },
     async drain() {
       await batcher.drain()
+      await maintenance?.stop()
       await writer?.stop()
       await log?.close()
       devices.stop()

@@ -10,7 +10,10 @@ export type SeriesFilter = Pick<ReadingsFilter, 'accountId' | 'deviceId' | 'chan
 
 export interface SeriesRow { id: number; device_id: string; channel: string; metric: string | null; environment_id: string | null }
 
-interface Known { accountId: string; metric: string | null; environmentId: string | null; id: number }
+interface Known { accountId: string; metric: string | null; environmentId: string | null; id: number; channelId: number }
+
+/** Per reading, in order: its series' id and its channel's (reading_channels.id: what readings are unique on). */
+export interface SeriesIds { series: Int32Array; channels: Int32Array }
 
 /** Series cached per device and channel, past which a cache starts over (bounds memory, as the ILP prefixes do). */
 const MAX_DEVICES = 100_000
@@ -21,20 +24,24 @@ export class SeriesCatalogue {
 
   constructor(private readonly database: Pick<Database, 'query'>) {}
 
-  /** The series id of each reading, in order; series not seen before are registered in one statement. */
-  async idsOf(readings: readonly Reading[]): Promise<Int32Array> {
-    const ids = new Int32Array(readings.length)
+  /** The series and channel ids of each reading, in order; series not seen before are registered at once. */
+  async idsOf(readings: readonly Reading[]): Promise<SeriesIds> {
+    const ids: SeriesIds = { series: new Int32Array(readings.length), channels: new Int32Array(readings.length) }
     let missing: Reading[] | undefined
     for (let i = 0; i < readings.length; i++) {
-      const id = this.cached(readings[i]!)
-      if (id === undefined) (missing ??= []).push(readings[i]!)
-      else ids[i] = id
+      const hit = this.cached(readings[i]!)
+      if (hit === undefined) (missing ??= []).push(readings[i]!)
+      else { ids.series[i] = hit.id; ids.channels[i] = hit.channelId }
     }
     if (!missing) return ids
     // The cache keeps one series per channel: a batch whose channel changed mapping within it takes its ids from
     // the registration itself.
     const registered = await this.register(missing)
-    for (let i = 0; i < readings.length; i++) if (!ids[i]) ids[i] = registered.get(seriesKey(readings[i]!))!
+    for (let i = 0; i < readings.length; i++) {
+      if (ids.series[i]) continue
+      const known = registered.get(seriesKey(readings[i]!))!
+      ids.series[i] = known.id; ids.channels[i] = known.channelId
+    }
     return ids
   }
 
@@ -63,39 +70,47 @@ export class SeriesCatalogue {
     await this.database.query(`insert into platform_settings (key, value) values ($1, $2) on conflict do nothing`, [marker, new Date().toISOString()])
   }
 
-  private cached(r: Reading): number | undefined {
+  private cached(r: Reading): Known | undefined {
     const hit = this.known.get(r.deviceId)?.get(r.channel)
-    return hit && hit.metric === r.metric && hit.environmentId === r.environmentId && hit.accountId === r.accountId ? hit.id : undefined
+    return hit && hit.metric === r.metric && hit.environmentId === r.environmentId && hit.accountId === r.accountId ? hit : undefined
   }
 
-  private remember(accountId: string, deviceId: string, channel: string, metric: string | null, environmentId: string | null, id: number) {
+  private remember(deviceId: string, channel: string, known: Known) {
     let channels = this.known.get(deviceId)
     if (!channels) {
       if (this.known.size >= MAX_DEVICES) this.known.clear()
       this.known.set(deviceId, (channels = new Map()))
     }
-    channels.set(channel, { accountId, metric, environmentId, id })
+    channels.set(channel, known)
   }
 
-  private async register(readings: readonly Reading[]): Promise<Map<string, number>> {
+  private async register(readings: readonly Reading[]): Promise<Map<string, Known>> {
     const unique = new Map<string, Reading>()
     for (const r of readings) unique.set(seriesKey(r), r)
     const list = [...unique.values()]
     const columns = [list.map((r) => r.accountId), list.map((r) => r.deviceId), list.map((r) => r.channel), list.map((r) => r.metric), list.map((r) => r.environmentId)]
-    // Inserted where absent, then read back: a series another process registers at the same moment is not
-    // returned by the insert (its row was not visible to this statement), so the ids come from a read after it.
-    await this.database.query(`insert into reading_series (account_id, device_id, channel, metric, environment_id)
-      select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) on conflict do nothing`, columns)
-    const rows = await this.database.query<SeriesRow & { account_id: string }>(`select s.id, s.account_id, s.device_id, s.channel, s.metric, s.environment_id
+    // Inserted where absent, then read back: a row another process registers at the same moment is not returned
+    // by an insert (it was not visible to that statement), so the ids come from a read after it. The channel
+    // first: a series names its channel.
+    await this.database.query(`insert into reading_channels (device_id, channel)
+      select distinct d, c from unnest($1::text[], $2::text[]) as i(d, c) order by 1, 2 on conflict do nothing`, [columns[1], columns[2]])
+    await this.database.query(`insert into reading_series (account_id, device_id, channel, metric, environment_id, channel_id)
+      select i.a, i.d, i.c, i.m, i.e, ch.id from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as i(a, d, c, m, e)
+        join reading_channels ch on ch.device_id = i.d and ch.channel = i.c
+      on conflict do nothing`, columns)
+    const rows = await this.database.query<SeriesRow & { account_id: string; channel_id: number }>(`select s.id, s.channel_id, s.account_id, s.device_id, s.channel, s.metric, s.environment_id
       from reading_series s join unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as i(a, d, c, m, e)
         on s.account_id = i.a and s.device_id = i.d and s.channel = i.c and s.metric is not distinct from i.m and s.environment_id is not distinct from i.e`, columns)
-    const ids = new Map<string, number>()
-    for (const row of rows) ids.set(seriesKey({ accountId: row.account_id, deviceId: row.device_id, channel: row.channel, metric: row.metric ?? null, environmentId: row.environment_id ?? null }), Number(row.id))
+    const ids = new Map<string, Known>()
+    for (const row of rows) {
+      ids.set(seriesKey({ accountId: row.account_id, deviceId: row.device_id, channel: row.channel, metric: row.metric ?? null, environmentId: row.environment_id ?? null }),
+        { accountId: row.account_id, metric: row.metric ?? null, environmentId: row.environment_id ?? null, id: Number(row.id), channelId: Number(row.channel_id) })
+    }
     for (const [key, r] of unique) {
-      const id = ids.get(key)
-      if (id === undefined) throw new Error(`series of device ${r.deviceId} channel ${r.channel} was not registered`)
+      const known = ids.get(key)
+      if (known === undefined) throw new Error(`series of device ${r.deviceId} channel ${r.channel} was not registered`)
       // Remembered under the reading's own strings: the hot path compares them by identity first.
-      this.remember(r.accountId, r.deviceId, r.channel, r.metric, r.environmentId, id)
+      this.remember(r.deviceId, r.channel, { ...known, accountId: r.accountId, metric: r.metric, environmentId: r.environmentId })
     }
     return ids
   }

@@ -1,6 +1,6 @@
 // Sensor devices, headless pairing claims, and the SQL readings store (CONTRACT §7).
 import { sql } from 'drizzle-orm'
-import { check, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique, uniqueIndex } from 'drizzle-orm/pg-core'
+import { check, doublePrecision, index, integer, jsonb, pgTable, pgView, primaryKey, text, timestamp, unique, uniqueIndex } from 'drizzle-orm/pg-core'
 import { accounts } from './foundation.ts'
 
 const instant = (name: string) => timestamp(name, { withTimezone: true, precision: 3 })
@@ -50,10 +50,34 @@ export const pairingClaims = pgTable('pairing_claims', {
 ])
 
 /**
- * Readings in the SQL store (the embedded default, and Postgres without QuestDB). The unique key makes a
- * retried batch a no-op; the BRIN index keeps time-range scans cheap on an append-mostly table.
+ * Readings in the SQL store (the embedded default, and Postgres without QuestDB), compact (migration 0007): the
+ * channel and the series as small ids, the time, the value. Partitioned by week on `ts` (ingest/stores/sql-layout.ts
+ * makes partitions ahead and drops them behind; drizzle cannot declare partitioning, the migration does). Unique on
+ * (channel, ts): a retried batch is a no-op.
  */
-export const sensorReadings = pgTable('sensor_readings', {
+export const readings = pgTable('readings', {
+  channel_id: integer('channel_id').notNull(),
+  series_id: integer('series_id').notNull(),
+  ts: instant('ts').notNull(),
+  value: doublePrecision('value').notNull(),
+}, (t) => [primaryKey({ name: 'readings_pkey', columns: [t.channel_id, t.ts] })])
+
+/** A small id per device channel: what readings are unique on, with their time. */
+export const readingChannels = pgTable('reading_channels', {
+  id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+  device_id: text('device_id').notNull(),
+  channel: text('channel').notNull(),
+}, (t) => [unique('reading_channels_key').on(t.device_id, t.channel)])
+
+/** Each series' newest reading, kept by the write (only ever forward in time): "latest" reads one row per series. */
+export const readingLatest = pgTable('reading_latest', {
+  series_id: integer('series_id').primaryKey(),
+  ts: instant('ts').notNull(),
+  value: doublePrecision('value').notNull(),
+})
+
+/** Every reading with its names (a view over readings and the catalogue): for people and tools, not the service's queries. */
+export const sensorReadings = pgView('sensor_readings', {
   account_id: text('account_id').notNull(),
   device_id: text('device_id').notNull(),
   channel: text('channel').notNull(),
@@ -61,13 +85,8 @@ export const sensorReadings = pgTable('sensor_readings', {
   value: doublePrecision('value').notNull(),
   metric: text('metric'),
   environment_id: text('environment_id'),
-  /** reading_series.id: the rollups are kept per series. */
-  series_id: integer('series_id'),
-}, (t) => [
-  unique('sensor_readings_device_channel_ts_key').on(t.device_id, t.channel, t.ts),
-  index('sensor_readings_account_ts_idx').on(t.account_id, t.ts),
-  index('sensor_readings_ts_brin').using('brin', t.ts),
-])
+  series_id: integer('series_id').notNull(),
+}).existing()
 
 /**
  * The series catalogue (ingest/series.ts): each (account, device, channel, metric, environment) readings were stored
@@ -80,12 +99,13 @@ export const readingSeries = pgTable('reading_series', {
   channel: text('channel').notNull(),
   metric: text('metric'),
   environment_id: text('environment_id'),
+  channel_id: integer('channel_id').notNull(),
 }, (t) => [
   unique('reading_series_key').on(t.account_id, t.device_id, t.channel, t.metric, t.environment_id).nullsNotDistinct(),
   index('reading_series_account_environment_idx').on(t.account_id, t.environment_id),
 ])
 
-/** Rollups of readings per series (migration 0006): one table per level, the same columns in each. */
+/** Rollups of readings per series (migrations 0006, 0007): one table per level, the same columns in each, partitioned by bucket. */
 const rollupTable = (name: string) => pgTable(name, {
   series_id: integer('series_id').notNull(),
   bucket: instant('bucket').notNull(),

@@ -51,7 +51,14 @@ export interface BucketSpec {
 export type AggregationSpec = Pick<BucketSpec, 'intervalMs' | 'aggregates'>
 
 /** What one maintenance run did: the partitions it dropped and made, by table, for the log. */
-export interface MaintenanceReport { dropped: string[]; created: string[] }
+export interface MaintenanceReport {
+  dropped: string[]
+  created: string[]
+  /** Readings moved from an older layout this run (the SQL store's legacy table). */
+  moved?: number
+  /** More to do at once (a move not finished): the caller runs maintenance again without waiting. */
+  more?: boolean
+}
 
 /** The signal of a read nobody will abort. */
 export const NO_DEADLINE: AbortSignal = new AbortController().signal

@@ -1,8 +1,10 @@
-// Readings in the records database (Postgres, or PGlite embedded): one multi-row insert per batch through
-// unnest() of column arrays. A retried batch must add nothing: readings are unique on (device, channel, ts).
+// Readings in the records database (Postgres, or PGlite embedded), compact (migration 0007): one multi-row insert
+// per batch through unnest() of column arrays, which also keeps the rollups and each series' newest reading. A
+// retried batch must add nothing: readings are unique on (channel, ts). Partitions: sql-layout.ts.
 import type { Database, ReaderOptions } from '../../db/client.ts'
 import { rollupPieces, ROLLUP_LEVELS, type Piece } from '../planner.ts'
 import { SeriesCatalogue, seriesWhere } from '../series.ts'
+import { dropExpired, ensurePartitions, finishLegacy, hasLegacy, moveLegacyBatch, type LegacyPosition } from './sql-layout.ts'
 import { NO_DEADLINE, type Aggregate, type AggregationSpec, type BucketRow, type LatestPosition, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
 /**
@@ -20,36 +22,42 @@ const rollupFrom = (level: string, table: string) => `insert into ${table} as r 
     first_ts = least(r.first_ts, excluded.first_ts), first_value = case when excluded.first_ts < r.first_ts then excluded.first_value else r.first_value end,
     last_ts = greatest(r.last_ts, excluded.last_ts), last_value = case when excluded.last_ts > r.last_ts then excluded.last_value else r.last_value end`
 
+/** Each series' newest reading moves forward only: a late reading for an earlier time leaves it. */
+const LATEST_FROM_INS = `insert into reading_latest as l (series_id, ts, value)
+  select distinct on (series_id) series_id, ts, value from ins order by series_id, ts desc
+  on conflict (series_id) do update set ts = excluded.ts, value = excluded.value where excluded.ts > l.ts`
+
+/**
+ * While readings from before the compact layout wait to be moved (sensor_readings_legacy), a reading stored there
+ * is stored: a retried batch must not add it again. Checked through the legacy table's own unique key.
+ */
+const NOT_IN_LEGACY = `where not exists (select 1 from reading_channels c join sensor_readings_legacy l on l.device_id = c.device_id and l.channel = c.channel
+    and l.ts = timestamptz 'epoch' + r.t * interval '1 millisecond' where c.id = r.ch)`
+
 // Timestamps travel as epoch milliseconds (exact in a float8) rather than timestamptz[]: cheaper to build, and
 // drizzle's postgres.js set-up passes timestamptz values through unserialised, which breaks arrays of them.
-const insert = (onConflict: string) => `with ins as (
-  insert into sensor_readings (account_id, device_id, channel, ts, value, metric, environment_id, series_id)
-  select a, d, c, timestamptz 'epoch' + t * interval '1 millisecond', v, m, e, s
-  from unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::float8[], $6::text[], $7::text[], $8::int4[]) as r(a, d, c, t, v, m, e, s)
+const insert = (onConflict: string, legacy: boolean) => `with ins as (
+  insert into readings (channel_id, series_id, ts, value)
+  select ch, s, timestamptz 'epoch' + t * interval '1 millisecond', v
+  from unnest($1::int4[], $2::int4[], $3::float8[], $4::float8[]) as r(ch, s, t, v) ${legacy ? NOT_IN_LEGACY : ''}
   ${onConflict} returning series_id, ts, value
-), minutes as (${rollupFrom('1 minute', 'reading_rollups_1m')}), hours as (${rollupFrom('1 hour', 'reading_rollups_1h')}), days as (${rollupFrom('1 day', 'reading_rollups_1d')})
+), minutes as (${rollupFrom('1 minute', 'reading_rollups_1m')}), hours as (${rollupFrom('1 hour', 'reading_rollups_1h')}), days as (${rollupFrom('1 day', 'reading_rollups_1d')}),
+latest as (${LATEST_FROM_INS})
 select 1`
 // Speculative insertion costs Postgres about 40% more per row than a plain insert (measured on this table with
 // its indexes), and nearly every batch holds only new readings. So a batch is inserted plainly first; only when
 // the unique key refuses it (a retry, or a reading already stored) is it inserted again skipping what exists.
-const INSERT = insert('')
-const INSERT_SKIPPING_STORED = insert('on conflict (device_id, channel, ts) do nothing')
+const SKIP_STORED = 'on conflict (channel_id, ts) do nothing'
+const INSERTS = {
+  compact: { plain: insert('', false), skipping: insert(SKIP_STORED, false) },
+  migrating: { plain: insert('', true), skipping: insert(SKIP_STORED, true) },
+}
+/** No partition holds a reading's time: the partitions are made, and the write tried again. */
+const NO_PARTITION = '23514'
+/** The legacy table is gone (another process finished moving it): writes stop checking it. */
+const UNDEFINED_TABLE = '42P01'
 const UNIQUE_VIOLATION = '23505'
 
-
-/** The WHERE clause for a filter, appending its parameters to `params` (numbered in order). */
-function where(filter: ReadingsFilter, params: unknown[]): string {
-  const clauses = [
-    'account_id = $' + params.push(filter.accountId),
-    `ts >= $${params.push(iso(filter.from))}::timestamptz`,
-    `ts < $${params.push(iso(filter.to))}::timestamptz`,
-  ]
-  if (filter.environmentId !== undefined) clauses.push('environment_id = $' + params.push(filter.environmentId))
-  if (filter.deviceId !== undefined) clauses.push('device_id = $' + params.push(filter.deviceId))
-  if (filter.channel !== undefined) clauses.push('channel = $' + params.push(filter.channel))
-  if (filter.metric !== undefined) clauses.push('metric = $' + params.push(filter.metric))
-  return clauses.join(' and ')
-}
 
 /** Instants bind as ISO text with a cast: the drivers disagree on how to send a Date. */
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -65,7 +73,7 @@ const byte = (column: string) => `${column} collate "C"`
 const EPOCH = `timestamptz '1970-01-01 00:00:00+00'`
 
 /** Per-bucket statistics of each series in a piece of the window, from its rollup level or from the raw readings. */
-function pieceSql(piece: Piece, interval: string, accountId: string, params: unknown[]): string {
+function pieceSql(piece: Piece, interval: string, params: unknown[]): string {
   const from = `$${params.push(iso(piece.from))}::timestamptz`
   const to = `$${params.push(iso(piece.to))}::timestamptz`
   if (piece.level !== 'raw') {
@@ -74,8 +82,11 @@ function pieceSql(piece: Piece, interval: string, accountId: string, params: unk
   }
   return `select series_id, date_bin(${interval}, ts, ${EPOCH}) as b, count(*)::int as count, sum(value) as sum, min(value) as min, max(value) as max,
       max(ts) as last_ts, (array_agg(value order by ts desc))[1] as last_value
-    from sensor_readings where account_id = $${params.push(accountId)} and ts >= ${from} and ts < ${to} and series_id in (select id from s) group by 1, 2`
+    from reading_rows where channel_id in (select channel_id from s) and series_id in (select id from s) and ts >= ${from} and ts < ${to} group by 1, 2`
 }
+
+/** The series a filter matches, as the CTE `s` every read starts from: the account's own, and no other's. */
+const seriesCte = (filter: ReadingsFilter, params: unknown[]) => `select id, channel_id, device_id, channel, metric, environment_id from reading_series where ${seriesWhere(filter, params)}`
 
 const AGGREGATE_SQL: Record<Aggregate, string> = {
   avg: 'sum(p.sum) / sum(p.count)', min: 'min(p.min)', max: 'max(p.max)', count: 'sum(p.count)::int',
@@ -89,8 +100,8 @@ const AGGREGATE_SQL: Record<Aggregate, string> = {
  */
 function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, params: unknown[]): string {
   const interval = `$${params.push(`${spec.intervalMs} milliseconds`)}::interval`
-  const series = `select id, device_id, channel, metric, environment_id from reading_series where ${seriesWhere(filter, params)}`
-  const pieces = rollupPieces(filter.from, filter.to, spec.intervalMs).map((piece) => pieceSql(piece, interval, filter.accountId, params))
+  const series = seriesCte(filter, params)
+  const pieces = rollupPieces(filter.from, filter.to, spec.intervalMs).map((piece) => pieceSql(piece, interval, params))
   if (!pieces.length) return `select null::timestamptz as bucket, null::text as device_id, null::text as channel, null::text as metric, null::text as environment_id where false`
   const selected = spec.aggregates.map((a) => `${AGGREGATE_SQL[a]} as "${a}"`).join(', ')
   return `with s as (${series}), p as (${pieces.join('\n    union all ')})
@@ -98,6 +109,10 @@ function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, params: unkno
       (array_agg(s.metric order by p.last_ts desc))[1] as metric, (array_agg(s.environment_id order by p.last_ts desc))[1] as environment_id, ${selected}
     from p join s on s.id = p.series_id group by 1, 2, 3`
 }
+
+/** Legacy readings move in batches of this many, for up to this long per maintenance run. */
+const LEGACY_BATCH = 20_000
+const LEGACY_MOVE_SECONDS = 5
 
 const DEFAULT_READER: ReaderOptions = { connections: 4, statementTimeoutMs: 30_000 }
 
@@ -107,34 +122,68 @@ const DEFAULT_READER: ReaderOptions = { connections: 4, statementTimeoutMs: 30_0
  */
 export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_READER, catalogue = new SeriesCatalogue(database)): ReadingsStore {
   const reads = database.openReader(reader)
+  /** Whether legacy readings may still wait to be moved: known after the first write or maintenance. */
+  let legacy: boolean | undefined
+  let legacyPosition: LegacyPosition
+  const insertBatch = async (params: unknown[]): Promise<void> => {
+    legacy ??= await hasLegacy(database)
+    const statements = legacy ? INSERTS.migrating : INSERTS.compact
+    try {
+      await database.query(statements.plain, params)
+    } catch (error) {
+      const code = (error as { code?: string }).code
+      if (code === UNDEFINED_TABLE && legacy) { legacy = false; return insertBatch(params) }
+      if (code === NO_PARTITION) {
+        await ensurePartitions(database, params[2] as number[])
+        return insertBatch(params)
+      }
+      if (code !== UNIQUE_VIOLATION) throw error
+      await database.query(statements.skipping, params)
+    }
+  }
   return {
     kind: 'sql',
     rollupLevels: ROLLUP_LEVELS.map((l) => l.name),
-    // Not yet: partitions and expiry come with the compact layout (issue 30).
-    async maintain() { return { dropped: [], created: [] } },
+    async maintain(horizons, now) {
+      // This week's and next week's (and so this year's and, in its last week, next year's) before writes need them.
+      const created = await ensurePartitions(database, [now, now + 7 * 86_400_000])
+      const dropped = await dropExpired(database, horizons)
+      // Readings from before the compact layout, a few seconds' worth of batches per run: the caller runs again
+      // at once while `more` says so.
+      let moved = 0
+      let more = false
+      legacy ??= await hasLegacy(database)
+      if (legacy) {
+        const until = Date.now() + LEGACY_MOVE_SECONDS * 1000
+        while (Date.now() < until) {
+          const step = await moveLegacyBatch(database, legacyPosition, LEGACY_BATCH, horizons.raw)
+          moved += step.moved
+          legacyPosition = step.position
+          if (step.done) { legacy = !(await finishLegacy(database)); break }
+        }
+        more = legacy
+      }
+      return { dropped, created, moved, more }
+    },
     async write(readings) {
       if (!readings.length) return
-      const series = await catalogue.idsOf(readings)
+      const ids = await catalogue.idsOf(readings)
       const n = readings.length
-      const cols = { account: new Array<string>(n), device: new Array<string>(n), channel: new Array<string>(n), ts: new Array<number>(n), value: new Array<number>(n), metric: new Array<string | null>(n), env: new Array<string | null>(n) }
+      const ts = new Array<number>(n)
+      const values = new Array<number>(n)
       for (let i = 0; i < n; i++) {
         const r = readings[i]!
-        cols.account[i] = r.accountId; cols.device[i] = r.deviceId; cols.channel[i] = r.channel
-        cols.ts[i] = r.ts; cols.value[i] = r.value; cols.metric[i] = r.metric; cols.env[i] = r.environmentId
+        ts[i] = r.ts; values[i] = r.value
       }
-      const params = [cols.account, cols.device, cols.channel, cols.ts, cols.value, cols.metric, cols.env, Array.from(series)]
-      try {
-        await database.query(INSERT, params)
-      } catch (error) {
-        if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
-        await database.query(INSERT_SKIPPING_STORED, params)
-      }
+      await insertBatch([Array.from(ids.channels), Array.from(ids.series), ts, values])
     },
     async raw(filter, limit, after?: SeriesPosition, skip = 0, signal = NO_DEADLINE) {
       const params: unknown[] = []
-      let text = `select ts, device_id, channel, metric, environment_id, value from sensor_readings where ${where(filter, params)}`
-      if (after) text += ` and (ts, ${byte('device_id')}, ${byte('channel')}) > ($${params.push(iso(after[0]))}::timestamptz, $${params.push(after[1])}, $${params.push(after[2])})`
-      text += ` order by ts, ${byte('device_id')}, ${byte('channel')} limit $${params.push(limit)} offset $${params.push(skip)}`
+      let text = `with s as (${seriesCte(filter, params)})
+        select r.ts, s.device_id, s.channel, s.metric, s.environment_id, r.value from reading_rows r join s on s.id = r.series_id
+        where r.channel_id in (select channel_id from s) and r.ts >= $${params.push(iso(Math.max(filter.from, after?.[0] ?? filter.from)))}::timestamptz and r.ts < $${params.push(iso(filter.to))}::timestamptz`
+      if (after) text += ` and (r.ts, ${byte('s.device_id')}, ${byte('s.channel')}) > ($${params.push(iso(after[0]))}::timestamptz, $${params.push(after[1])}, $${params.push(after[2])})`
+      text += ` order by r.ts, ${byte('s.device_id')}, ${byte('s.channel')} limit $${params.push(limit)} offset $${params.push(skip)}`
       const rows = await reads.query<Record<string, unknown>>(text, params, signal)
       return rows.map((r) => ({ ts: toMs(r.ts), device_id: String(r.device_id), channel: String(r.channel), metric: (r.metric as string | null) ?? null, environment_id: (r.environment_id as string | null) ?? null, value: Number(r.value) }))
     },
@@ -151,15 +200,23 @@ export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_REA
       })
     },
     async latest(filter, limit, after?: LatestPosition, signal = NO_DEADLINE) {
-      // One backward probe of the (device, channel, ts) index per series the catalogue knows for the filter,
-      // rather than a scan of every reading in the window.
+      // Each series' newest reading from reading_latest; a series whose newest is after the window (a window that
+      // ends in the past) probes the (channel, ts) index backwards from the window's end instead. A channel whose
+      // mapping changed has several series: its newest reading is the newest of theirs.
       const params: unknown[] = []
-      const series = `select distinct device_id, channel from reading_series where ${seriesWhere(filter, params)}`
-      let text = `select r.ts, s.device_id, s.channel, r.metric, r.environment_id, r.value from (${series}) s
-        cross join lateral (select ts, metric, environment_id, value from sensor_readings
-          where device_id = s.device_id and channel = s.channel and ${where(filter, params)} order by ts desc limit 1) r`
-      if (after) text += ` where (${byte('s.device_id')}, ${byte('s.channel')}) > ($${params.push(after[0])}, $${params.push(after[1])})`
-      text += ` order by ${byte('s.device_id')}, ${byte('s.channel')} limit $${params.push(limit)}`
+      const from = `$${params.push(iso(filter.from))}::timestamptz`
+      const to = `$${params.push(iso(filter.to))}::timestamptz`
+      let text = `with s as (${seriesCte(filter, params)}), candidates as (
+          select s.device_id, s.channel, s.metric, s.environment_id, l.ts, l.value from s join reading_latest l on l.series_id = s.id
+          where l.ts >= ${from} and l.ts < ${to}
+          union all
+          select s.device_id, s.channel, s.metric, s.environment_id, r.ts, r.value from s join reading_latest l on l.series_id = s.id
+          cross join lateral (select ts, value from reading_rows where channel_id = s.channel_id and series_id = s.id and ts >= ${from} and ts < ${to} order by ts desc limit 1) r
+          where l.ts >= ${to}
+        )
+        select distinct on (${byte('device_id')}, ${byte('channel')}) ts, device_id, channel, metric, environment_id, value from candidates`
+      if (after) text += ` where (${byte('device_id')}, ${byte('channel')}) > ($${params.push(after[0])}, $${params.push(after[1])})`
+      text += ` order by ${byte('device_id')}, ${byte('channel')}, ts desc limit $${params.push(limit)}`
       const rows = await reads.query<Record<string, unknown>>(text, params, signal)
       return rows.map((r) => ({ ts: toMs(r.ts), device_id: String(r.device_id), channel: String(r.channel), metric: (r.metric as string | null) ?? null, environment_id: (r.environment_id as string | null) ?? null, value: Number(r.value) }))
     },

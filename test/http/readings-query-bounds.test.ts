@@ -8,6 +8,7 @@ import postgres from 'postgres'
 import { boundRows, bucketPage, INTERVALS, type IntervalName } from '../../ingest/planner.ts'
 import { SeriesCatalogue } from '../../ingest/series.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
+import { ensurePartitions } from '../../ingest/stores/sql-layout.ts'
 import { NO_DEADLINE, type Fill, type Reading, type ReadingsStore } from '../../ingest/stores/interface.ts'
 import { loadConfig } from '../../src/config.ts'
 import { cancellable, ReadCancelled } from '../../db/client.ts'
@@ -118,17 +119,24 @@ describe('the bound is never below the rows the store returns (property, SQL sto
   })
 })
 
-/** Loads `perSeries` readings a minute apart for each channel of `deviceId` straight into Postgres (fast), registering the series. */
+/**
+ * Loads `perSeries` readings a second apart for each channel of `deviceId` straight into the readings table (fast),
+ * registering the series; rollups are not kept for them (the tests below read raw pages).
+ */
 async function bulkLoad(env: TestEnv, accountId: string, deviceId: string, channels: string[], perSeries: number) {
-  const start = Date.now() - perSeries * 60_000
-  await env.deps.database.query(`insert into reading_series (account_id, device_id, channel, metric) select $1, $2, c, 'temperature' from unnest($3::text[]) c on conflict do nothing`, [accountId, deviceId, channels])
+  const start = Date.now() - perSeries * 1_000
+  const database = env.deps.database
+  await database.query(`insert into reading_channels (device_id, channel) select $1, c from unnest($2::text[]) c on conflict do nothing`, [deviceId, channels])
+  await database.query(`insert into reading_series (account_id, device_id, channel, metric, channel_id)
+    select $1, $2, c.channel, 'temperature', c.id from reading_channels c where c.device_id = $2 and c.channel = any($3::text[]) on conflict do nothing`, [accountId, deviceId, channels])
+  await ensurePartitions(database, [start, Date.now()])
   // One channel per statement: the records pool's statement timeout (10 s) bounds each.
   for (const channel of channels) {
-    await env.deps.database.query(`insert into sensor_readings (account_id, device_id, channel, ts, value, metric)
-      select $1, $2, $3, to_timestamp($4::float8 / 1000) + g * interval '1 minute', random() * 40, 'temperature'
-      from generate_series(0, $5::int - 1) g`, [accountId, deviceId, channel, start, perSeries])
+    await database.query(`insert into readings (channel_id, series_id, ts, value)
+      select s.channel_id, s.id, to_timestamp($3::float8 / 1000) + g * interval '1 second', random() * 40
+      from reading_series s, generate_series(0, $4::int - 1) g where s.device_id = $1 and s.channel = $2`, [deviceId, channel, start, perSeries])
   }
-  await env.deps.database.query('analyze sensor_readings')
+  await database.query('analyze readings')
   return start
 }
 
@@ -151,12 +159,13 @@ describe.skipIf(!REAL_DATABASE_URL)('deadlines: a query cancelled at its deadlin
   test('past its deadline the query answers 422 query_timeout (never 503) and stops running in Postgres', async () => {
     // The readings pool opens its connection on first use: a first cheap query, so the deadline times the query only.
     expect((await env.request('GET', '/api/v1/environment/readings?limit=1', { token: owner.token })).status).toBe(200)
-    // 1.2 M readings scanned for a metric none of them has: far longer than the 100 ms deadline.
-    const res = await env.request('GET', `/api/v1/environment/readings?from=${from}&metric=humidity&limit=10`, { token: owner.token })
+    // The first page of 1.2 M readings of four channels within a few days: sorted by time across the channels,
+    // far longer than the 100 ms deadline.
+    const res = await env.request('GET', `/api/v1/environment/readings?from=${from}&limit=10`, { token: owner.token })
     const body = await problem(res, 422, 'query_timeout')
     expect(body.detail).toContain('Narrow it')
     expect(res.headers.get('retry-after')).toBeNull()
-    await waitFor(async () => (await running('sensor_readings')) === 0, 5_000)
+    await waitFor(async () => (await running('reading_rows')) === 0, 5_000)
   })
 
   test('a read whose signal aborts (the client went away) is cancelled in Postgres, not left running', async () => {
