@@ -84,6 +84,39 @@ export function piecesBeyondRetention(pieces: readonly Piece[], horizons: Retent
   return pieces.filter((piece) => piece.from < horizons[piece.level])
 }
 
+const LEVEL_NAMES: Record<RollupLevel | 'raw', string> = { raw: 'raw readings', '1m': 'minute rollups', '1h': 'hour rollups', '1d': 'day rollups' }
+
+/**
+ * Refuses a query part of whose window only levels past their retention could answer: raw pages and files before the
+ * raw readings' horizon, buckets whose pieces (rollupPieces over the levels the store keeps) lie before their level's
+ * horizon. Names the retention and, for buckets, the finest interval and aligned `from` that the kept rollups answer.
+ */
+export function checkRetention(shape: ReadingsShape, from: number, to: number, levels: readonly RollupLevel[], retention: ReadingsRetention, now: number): void {
+  if (shape.kind === 'latest') return
+  const horizons = retentionHorizons(retention, now)
+  const beyond = shape.kind === 'raw'
+    ? (from < horizons.raw ? [{ level: 'raw' as const, from, to }] : [])
+    : piecesBeyondRetention(rollupPieces(from, to, INTERVALS[shape.interval], levels), horizons)
+  if (!beyond.length) return
+  const kept = (['raw', ...ROLLUP_LEVELS.map((l) => l.name).reverse()] as const).filter((l) => l === 'raw' || levels.includes(l))
+  const days: Record<string, number> = { raw: retention.rawDays, '1m': retention.minuteDays, '1h': retention.hourDays, '1d': retention.dayDays }
+  const retainedFrom = Object.fromEntries(kept.map((l) => [l, Number.isFinite(horizons[l]) ? new Date(horizons[l]).toISOString() : null]))
+  // The finest interval whose pieces from an aligned `from` all lie within retention.
+  const fits = (Object.keys(INTERVALS) as IntervalName[]).find((name) => {
+    const aligned = Math.floor(from / INTERVALS[name]) * INTERVALS[name]
+    return !piecesBeyondRetention(rollupPieces(aligned, to, INTERVALS[name], levels), horizons).length
+  })
+  const fitFrom = fits && new Date(Math.floor(from / INTERVALS[fits]) * INTERVALS[fits]).toISOString()
+  const keeps = kept.map((l) => `${LEVEL_NAMES[l]} for ${days[l] ? `${days[l]} days (from ${retainedFrom[l]})` : 'ever'}`).join(', ')
+  const way = fits
+    ? `Ask for interval=${fits} with from=${fitFrom}, or a window from ${new Date(horizons.raw).toISOString()} on.`
+    : `Ask for a window from ${new Date(horizons.raw).toISOString()} on.`
+  throw new ApiError('beyond_retention', `This window starts at ${new Date(from).toISOString()}, before what the service keeps for it: ${keeps}. ${way}`, {
+    errors: [{ path: '/query/from', message: `before the retention of ${LEVEL_NAMES[beyond[0]!.level]}` }],
+    fields: { retention_days: Object.fromEntries(kept.map((l) => [l, days[l]])), retained_from: retainedFrom, ...(fits ? { suggested_interval: fits, suggested_from: fitFrom } : {}) },
+  })
+}
+
 /** A window length for people: "3 days", "5 hours", "40 minutes". */
 function span(ms: number): string {
   const [unit, size] = ms >= 2 * DAY_MS ? ['day', DAY_MS] : ms >= 2 * 3_600_000 ? ['hour', 3_600_000] : ['minute', 60_000]

@@ -10,9 +10,9 @@ import { pathOf, queryOf } from '../src/http/request-url.ts'
 import { JsonInteger, PageOf } from '../src/http/schemas.ts'
 import { Instant, nullable, oneOf } from '../src/records/fields.ts'
 import { ReadCancelled } from '../db/client.ts'
-import { READINGS_QUERY_DEFAULTS, type ReadingsQueryLimits } from '../src/config.ts'
+import { READINGS_QUERY_DEFAULTS, READINGS_RETENTION_DEFAULTS, type ReadingsQueryLimits, type ReadingsRetention } from '../src/config.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
-import { bucketPage, INTERVALS, planCost, type ReadingsShape } from './planner.ts'
+import { bucketPage, checkRetention, INTERVALS, planCost, type ReadingsShape } from './planner.ts'
 import type { SeriesCatalogue } from './series.ts'
 import { AGGREGATES, FILLS, type Aggregate, type BucketRow, type BucketSpec, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
 const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
@@ -40,6 +40,7 @@ const ReadingRow = t.Object({
 }, { $id: '#/components/schemas/ReadingRow', description: 'A reading, or with `interval` one bucket of a series (its `ts` is the bucket start) carrying the requested aggregates; an aggregate an empty bucket lacks is left out.' })
 
 const LIMITS = READINGS_QUERY_DEFAULTS
+const RETENTION = READINGS_RETENTION_DEFAULTS
 const COST_DESCRIPTION = `**What a query may cost** is known before it runs. A query with \`interval\` covers the series the filter matches
 (device and channel, under each metric and environment they were stored with) times the buckets of the window; at most
 ${LIMITS.maxBuckets.toLocaleString('en-US')} rows (operator setting \`READINGS_MAX_BUCKETS\`), whatever the page size. Over it the answer is 422
@@ -50,7 +51,16 @@ ${LIMITS.timeoutMs / 1000} s (\`READINGS_QUERY_TIMEOUT_MS\`) and is cancelled in
 files count their \`limit\`) are heavy: an account runs at most ${LIMITS.perAccount} at once (\`READINGS_QUERIES_PER_ACCOUNT\`, counted across the
 service's processes), beyond that 429 \`too_many_queries\` with \`Retry-After\`. Answers come from rollups of the readings (per series at 1 minute,
 1 hour and 1 day, kept on write) wherever they answer exactly, and from the readings themselves at the window's edges: nothing changes for
-callers but speed.`
+callers but speed.
+
+**Retention.** Raw readings are kept ${RETENTION.rawDays} days, minute rollups ${RETENTION.minuteDays}, hour rollups ${RETENTION.hourDays}, day rollups
+${RETENTION.dayDays ? `${RETENTION.dayDays} days` : 'forever'} (operator settings \`READINGS_RETENTION_DAYS\`, \`READINGS_MINUTE_ROLLUP_RETENTION_DAYS\`,
+\`READINGS_HOUR_ROLLUP_RETENTION_DAYS\`, \`READINGS_DAY_ROLLUP_RETENTION_DAYS\`; 0 keeps forever; deployment-wide, not per account, since
+expiry drops whole partitions), each counted in whole UTC days back from today. A window that reaches before them is answered from the
+rollups where they answer it exactly (an \`interval\` that is a whole number of a kept level's buckets, from a \`from\` on its grid); otherwise
+422 \`beyond_retention\` at once, naming the retention and an interval and \`from\` that fit (never a page that looks like no data). The
+latest readings (\`latest=true\`) are whatever the store still holds. On QuestDB rollups are materialized views (8.3.1 on); on 7.4 only raw
+readings are kept, so windows before the raw retention are refused.`
 
 const CSV_DESCRIPTION = `RFC 4180 CSV (\`text/csv; charset=utf-8; header=present\`), streamed: a header line, then one line per row, each ended by CRLF.
 Columns: \`ts,device_id,channel,metric,environment_id,value\` for raw readings; with \`interval\`, \`ts,device_id,channel,metric,environment_id\`
@@ -116,7 +126,7 @@ export interface ReadingsQueryDeps {
   cursors: CursorCodec
   series: SeriesCatalogue
   shared: SharedStore
-  config: { readingsQueries: ReadingsQueryLimits }
+  config: { readingsQueries: ReadingsQueryLimits; readingsRetention: ReadingsRetention }
 }
 
 const SLOT_POLL_MS = 50
@@ -199,6 +209,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       const shape: ReadingsShape = query.latest ? { kind: 'latest', limit: rowLimit } : query.interval ? { kind: 'buckets', interval: query.interval, fill: query.fill ?? 'none' } : { kind: 'raw', limit: rowLimit }
       const series = shape.kind === 'raw' ? 0 : await deps.series.count(filter)
       const { heavy } = planCost(shape, series, from, to, deps.config.readingsQueries)
+      checkRetention(shape, from, to, store.rollupLevels, deps.config.readingsRetention, Date.now())
       const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false) => underDeadline(deps, request, accountId, heavy, waitForSlot, work)
       const fetchRows = (count: number, after?: SeriesPosition, skip?: number, waitForSlot = false): Promise<Row[]> =>
         read<Row[]>(async (signal) => (spec ? (await bucketPage(store, filter, spec, count + (skip ?? 0), after, signal, series)).slice(skip ?? 0) : store.raw(filter, count, after, skip, signal)), waitForSlot)
