@@ -12,8 +12,8 @@ export interface Database {
   readonly kind: 'postgres' | 'pglite'
   /** Raw SQL with positional parameters ($1…; arrays bind as Postgres arrays), for hot paths drizzle would slow. */
   query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>
-  /** Runs the committed migrations (idempotent). */
-  migrate(): Promise<void>
+  /** Runs the committed migrations (idempotent); `folder` another set of them (tests of a migration start from an earlier set). */
+  migrate(folder?: string): Promise<void>
   /**
    * A pool of its own for readings queries (ingest/stores/sql.ts), so a slow query never holds a connection the
    * records API or ingest needs; every statement runs under the caller's signal.
@@ -160,7 +160,7 @@ export async function openPostgres(databaseUrl: string): Promise<Database> {
     db: db as unknown as Db,
     kind: 'postgres',
     query: async (text, params = []) => (await client.unsafe(text, params as never[])) as never,
-    migrate: () => migrate(db, { migrationsFolder: MIGRATIONS_FOLDER }),
+    migrate: (folder = MIGRATIONS_FOLDER) => migrate(db, { migrationsFolder: folder }),
     openReader({ connections, statementTimeoutMs }) {
       const reader = postgres(databaseUrl, {
         max: connections, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS, backoff: reconnectBackoffSeconds, idle_timeout: 60,
@@ -194,7 +194,7 @@ export async function openPglite(dataDir: string): Promise<Database> {
     db: db as unknown as Db,
     kind: 'pglite',
     query: async (text, params = []) => (await client.query(text, params)).rows as never,
-    migrate: () => migrate(db, { migrationsFolder: MIGRATIONS_FOLDER }),
+    migrate: (folder = MIGRATIONS_FOLDER) => migrate(db, { migrationsFolder: folder }),
     // PGlite runs each statement to its end on this thread: it cannot be cancelled (statement_timeout never fires
     // there), so the embedded store relies on the planner's bounds alone. A read is dropped only before it starts.
     openReader: () => ({

@@ -34,7 +34,7 @@ if (import.meta.main) {
   const ms = performance.now() - started
   const cpu = process.cpuUsage(cpu0)
   const machine = window()
-  const stored = (await database.query<{ n: number }>('select count(*)::int as n from sensor_readings'))[0]!.n
+  const stored = (await database.query<{ n: number }>('select count(*)::int as n from readings'))[0]!.n
   await database.close()
   console.log(`result ${JSON.stringify({ rows: readings.length, stored, ms, rowsPerSecond: (readings.length / ms) * 1000, cpu: (cpu.user + cpu.system) / 1000 / ms, backendCpu: machine.cores.backends, machineCores: machine.machineCores })}`)
   process.exit(0)

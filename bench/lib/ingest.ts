@@ -42,13 +42,13 @@ export interface BaselineResult { rows: number; stored: number; ms: number; rows
 export const othersOf = (r: BaselineResult) => Math.max(0, r.machineCores - r.cpu - r.backendCpu)
 
 /**
- * Rows in sensor_readings, and how many INSERTs wrote them: each store write is one statement in its own
+ * Rows in the readings table, and how many INSERTs wrote them: each store write is one statement in its own
  * transaction, so distinct xmin values count the batches.
  */
 export async function storedReadings(databaseUrl: string): Promise<{ stored: number; batches: number }> {
   const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} })
   try {
-    const [counts] = await sql<{ stored: number; batches: number }[]>`select count(*)::int as stored, count(distinct xmin::text)::int as batches from sensor_readings`
+    const [counts] = await sql<{ stored: number; batches: number }[]>`select count(*)::int as stored, count(distinct xmin::text)::int as batches from readings`
     return counts!
   } finally {
     await sql.end()

@@ -1,10 +1,10 @@
 // Readings for the readings-query scenario: one environment's series at one reading a minute, loaded straight
 // into the store our server reads (not through the API: 30 days of data would take the ingest path minutes),
-// COPY into Postgres's sensor_readings, or our store's ILP writer into QuestDB's table.
-import { once } from 'node:events'
-import postgres from 'postgres'
+// our SQL store's write into Postgres, or our store's ILP writer into QuestDB's table.
+import { openPostgres } from '../../db/client.ts'
 import type { Reading } from '../../ingest/stores/interface.ts'
 import { ilpReadingsWriter } from '../../ingest/stores/questdb.ts'
+import { sqlStore } from '../../ingest/stores/sql.ts'
 import { metricOf } from './setup.ts'
 
 export const MINUTE = 60_000
@@ -25,27 +25,26 @@ function* readingsOf(s: Series): Generator<{ channel: string; metric: string; ts
   }
 }
 
-/** COPY of the series into sensor_readings, then ANALYZE (a live table has statistics; a fresh bulk load has none). */
-export async function copyReadings(databaseUrl: string, s: Series): Promise<number> {
-  const chunks: string[] = []
-  let text = ''
+/**
+ * The series through our SQL store's own write (ingest/stores/sql.ts), 10 000 rows a statement: rollups, the
+ * latest table and partitions are kept as the API would keep them, then ANALYZE (a live table has statistics).
+ */
+export async function storeReadings(databaseUrl: string, s: Series): Promise<number> {
+  const database = await openPostgres(databaseUrl)
+  const store = sqlStore(database)
   let rows = 0
-  for (const r of readingsOf(s)) {
-    text += `${s.accountId},${s.deviceId},${r.channel},${new Date(r.ts).toISOString()},${r.value},${r.metric},${s.environmentId}\n`
-    if (++rows % 5000 === 0) { chunks.push(text); text = '' }
-  }
-  chunks.push(text)
-  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} })
   try {
-    const stream = await sql`copy sensor_readings (account_id, device_id, channel, ts, value, metric, environment_id) from stdin with (format csv)`.writable()
-    const finished = new Promise<void>((resolve, reject) => { stream.on('finish', resolve); stream.on('error', reject) })
-    for (const chunk of chunks) if (!stream.write(chunk)) await once(stream, 'drain')
-    stream.end()
-    await finished
-    await sql`analyze sensor_readings`
+    let batch: Reading[] = []
+    for (const r of readingsOf(s)) {
+      batch.push({ accountId: s.accountId, deviceId: s.deviceId, channel: r.channel, metric: r.metric, environmentId: s.environmentId, ts: r.ts, value: r.value })
+      if (batch.length === 10_000) { await store.write(batch); rows += batch.length; batch = [] }
+    }
+    if (batch.length) { await store.write(batch); rows += batch.length }
+    await database.query('analyze readings')
     return rows
   } finally {
-    await sql.end()
+    await store.close()
+    await database.close()
   }
 }
 

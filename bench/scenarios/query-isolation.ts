@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config.ts'
 import { newId } from '../../src/ids.ts'
 import { peakRssMiB } from '../lib/processes.ts'
 import { dropTable, freshTableName, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, waitForCount } from '../lib/questdb.ts'
-import { copyReadings, DAY, readingsIn, sendReadings, type Series } from '../lib/readings-data.ts'
+import { storeReadings, DAY, readingsIn, sendReadings, type Series } from '../lib/readings-data.ts'
 import { API, ms, onRecordsServer, type Api } from '../lib/records.ts'
 import { line, type Line, type Scenario, type ScenarioContext } from '../lib/report.ts'
 import { accountAndToken, createDevices, metricOf, serverEnv } from '../lib/setup.ts'
@@ -77,7 +77,7 @@ function accountA(api: Api, path: string) {
 
 async function onStore(ctx: ScenarioContext, store: 'sql' | 'questdb'): Promise<{ lines: Line[]; details: Record<string, unknown> }> {
   const table = store === 'questdb' ? freshTableName('query_isolation') : undefined
-  const env: Record<string, string> = table ? { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table } : {}
+  const env: Record<string, string> = { READINGS_RETENTION_DAYS: '0', ...(table ? { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table } : {}) }
   try {
     return await onRecordsServer(ctx, `${NAME}-${store}`, { demo: false, bare: false, env }, async ({ api, local }) => {
       const { database, accountId, server } = local!
@@ -88,7 +88,7 @@ async function onStore(ctx: ScenarioContext, store: 'sql' | 'questdb'): Promise<
         await sendReadings(QUESTDB_ILP, table, series)
         await waitForCount(table, readingsIn(series))
       } else {
-        await copyReadings(database.url, series)
+        await storeReadings(database.url, series)
       }
       // Loaded beside the API: register A's series as ingest would have.
       const records = postgres(database.url, { max: 1, onnotice: () => {} })

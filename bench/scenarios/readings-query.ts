@@ -8,7 +8,7 @@ import type { DirectConfig, DirectResult } from '../baselines/readings-direct.ts
 import { planStatsOf, type LoadResult } from '../lib/load.ts'
 import { BUN, ROOT, peakRssMiB, runForResult } from '../lib/processes.ts'
 import { dropTable, freshTableName, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, questdbJava, waitForCount } from '../lib/questdb.ts'
-import { copyReadings, DAY, readingsIn, sendReadings, type Series } from '../lib/readings-data.ts'
+import { storeReadings, DAY, readingsIn, sendReadings, type Series } from '../lib/readings-data.ts'
 import { API, backendsOf, call, checkPlan, lanesOf, ms, onRecordsServer, pageSizeOf, runPlan, walkList, type Api } from '../lib/records.ts'
 import { line, type Line, type Scenario, type ScenarioContext } from '../lib/report.ts'
 import type { PlanStep } from '../load/generator.ts'
@@ -53,7 +53,7 @@ export const readingsQuery: Scenario = async (ctx) => {
   if (store === 'questdb' && !(await questdbAnswers())) return { lines: [], details: {}, skipped: `--store questdb: no QuestDB answers at ${QUESTDB_HTTP}` }
   const table = store === 'questdb' ? freshTableName('readings_query') : undefined
   try {
-    const env: Record<string, string> = table ? { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table } : {}
+    const env: Record<string, string> = { READINGS_RETENTION_DAYS: '0', ...(table ? { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table } : {}) }
     return await onRecordsServer(ctx, NAME, { demo: false, bare: false, env }, async ({ api, local }) => {
       const { database, accountId, server, watch } = local!
       // Aligned to the hour, so the 30 days hold whole buckets: 720 hours × 4 series.
@@ -67,7 +67,7 @@ export const readingsQuery: Scenario = async (ctx) => {
         const { count } = await waitForCount(table, readingsIn(series))
         if (count !== readingsIn(series)) throw new Error(`${NAME}: ${count} of ${readingsIn(series)} readings visible in ${table}`)
       } else {
-        await copyReadings(database.url, series)
+        await storeReadings(database.url, series)
       }
       const loadMs = performance.now() - started
       const storeWatch = { store: table ? questdbJava : backendsOf(database.name) }

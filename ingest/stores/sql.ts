@@ -125,20 +125,24 @@ export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_REA
   /** Whether legacy readings may still wait to be moved: known after the first write or maintenance. */
   let legacy: boolean | undefined
   let legacyPosition: LegacyPosition
-  const insertBatch = async (params: unknown[]): Promise<void> => {
+  /**
+   * Inserts plainly; on a unique violation again skipping what is stored; where no partition holds a reading's time
+   * (23514) after making the partitions, once; when the legacy table went away meanwhile, without checking it.
+   */
+  const insertBatch = async (params: unknown[], skipping = false, partitionsMade = false): Promise<void> => {
     legacy ??= await hasLegacy(database)
     const statements = legacy ? INSERTS.migrating : INSERTS.compact
     try {
-      await database.query(statements.plain, params)
+      await database.query(skipping ? statements.skipping : statements.plain, params)
     } catch (error) {
       const code = (error as { code?: string }).code
-      if (code === UNDEFINED_TABLE && legacy) { legacy = false; return insertBatch(params) }
-      if (code === NO_PARTITION) {
+      if (code === UNDEFINED_TABLE && statements === INSERTS.migrating) { legacy = false; return insertBatch(params, skipping, partitionsMade) }
+      if (code === NO_PARTITION && !partitionsMade) {
         await ensurePartitions(database, params[2] as number[])
-        return insertBatch(params)
+        return insertBatch(params, skipping, true)
       }
-      if (code !== UNIQUE_VIOLATION) throw error
-      await database.query(statements.skipping, params)
+      if (code === UNIQUE_VIOLATION && !skipping) return insertBatch(params, true, partitionsMade)
+      throw error
     }
   }
   return {
