@@ -41,6 +41,8 @@ export type PartitionUnit = 'day' | 'month'
 const DAY_MS = 86_400_000
 /** How long QuestDB may take to apply an ALTER from its WAL before a run gives up and says so. */
 const APPLY_TIMEOUT_MS = 30_000
+/** How long after an ALTER is applied queries may still list what it dropped. */
+const VISIBILITY_GRACE_MS = 2_000
 
 /** Periods since the epoch: days, or months. */
 function periodAt(ms: number, unit: PartitionUnit): number {
@@ -68,11 +70,38 @@ function expired(partitions: Partition[], horizon: number, unit: PartitionUnit):
   return partitions.filter((p) => p.period < first)
 }
 
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+/**
+ * Runs an ALTER on a WAL table or view and waits until QuestDB has applied it (and every transaction before it):
+ * the statement returns once the change is in the WAL, and is applied a moment later.
+ */
+async function alter(sql: Sql, name: string, statement: string): Promise<void> {
+  await sql.unsafe(statement)
+  const progress = async () => {
+    const [row] = await sql.unsafe<Record<string, unknown>[]>(`select suspended, writerTxn, sequencerTxn from wal_tables() where name = '${name}'`)
+    if (!row) throw new Error(`QuestDB has no WAL table ${name}`)
+    if (row.suspended === true) throw new Error(`QuestDB suspended ${name} (see wal_tables()): ${statement}`)
+    return { applied: Number(row.writerTxn), sequenced: Number(row.sequencerTxn) }
+  }
+  const { sequenced } = await progress()
   const deadline = Date.now() + APPLY_TIMEOUT_MS
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`QuestDB did not apply ${what} within ${APPLY_TIMEOUT_MS / 1000} s (is the table suspended? see wal_tables())`)
-    await Bun.sleep(100)
+  while ((await progress()).applied < sequenced) {
+    if (Date.now() > deadline) throw new Error(`QuestDB did not apply "${statement}" within ${APPLY_TIMEOUT_MS / 1000} s`)
+    await Bun.sleep(50)
+  }
+}
+
+/**
+ * Those of `doomed` gone once the ALTER is applied, as `table/partition` for the report. Queries may see the
+ * partitions a moment longer (7.4.2 lists them for some 50 ms after it counts the ALTER applied), so this looks
+ * again for a while before reporting fewer than all (a TTL cuts short of the horizon on a quiet table).
+ */
+async function gone(sql: Sql, name: string, unit: PartitionUnit, doomed: Partition[]): Promise<string[]> {
+  const deadline = Date.now() + VISIBILITY_GRACE_MS
+  for (;;) {
+    const left = new Set((await partitionsOf(sql, name, unit)).map((p) => p.name))
+    const went = doomed.filter((p) => !left.has(p.name))
+    if (went.length === doomed.length || Date.now() > deadline) return went.map((p) => `${name}/${p.name}`)
+    await Bun.sleep(50)
   }
 }
 
@@ -81,13 +110,8 @@ async function dropPartitions(sql: Sql, table: string, horizon: number): Promise
   const doomed = expired(await partitionsOf(sql, table, 'day'), horizon, 'day')
   if (!doomed.length) return []
   const firstKept = new Date(periodAt(horizon, 'day') * DAY_MS).toISOString()
-  await sql.unsafe(`alter table ${table} drop partition where ts < '${firstKept}'`)
-  const gone = async () => {
-    const left = new Set((await partitionsOf(sql, table, 'day')).map((p) => p.name))
-    return doomed.every((p) => !left.has(p.name))
-  }
-  await until(`the drop of ${table}'s partitions before ${firstKept}`, gone)
-  return doomed.map((p) => `${table}/${p.name}`)
+  await alter(sql, table, `alter table ${table} drop partition where ts < '${firstKept}'`)
+  return gone(sql, table, 'day', doomed)
 }
 
 /** A TTL or refresh limit as QuestDB keeps it internally: hours when positive, months when negative, 0 for none. */
@@ -124,11 +148,9 @@ async function expireByTtl(sql: Sql, kind: 'table' | 'materialized view', name: 
   const wanted = spanTo(horizon, now, unit, current)
   if (wanted.value === current) return []
   const doomed = expired(await partitionsOf(sql, name, unit), horizon, unit)
-  await sql.unsafe(`alter ${kind} ${name} set ttl ${wanted.clause}`)
-  // The TTL and its evictions are applied together, in one WAL transaction.
-  await until(`the TTL of ${name}`, async () => (await ttlOf(sql, name)) !== current)
-  const left = new Set((await partitionsOf(sql, name, unit)).map((p) => p.name))
-  return doomed.filter((p) => !left.has(p.name)).map((p) => `${name}/${p.name}`)
+  // The TTL and its evictions are applied together.
+  await alter(sql, name, `alter ${kind} ${name} set ttl ${wanted.clause}`)
+  return gone(sql, name, unit, doomed)
 }
 
 /** 8.3.1 on: the minute view refreshes nothing older than the raw readings kept (see above). */
@@ -136,8 +158,7 @@ async function limitRefresh(sql: Sql, view: string, rawHorizon: number, now: num
   const current = await refreshLimitOf(sql, view)
   const wanted = spanTo(rawHorizon, now, 'day', current)
   if (wanted.value === current) return
-  await sql.unsafe(`alter materialized view ${view} set refresh limit ${wanted.clause}`)
-  await until(`the refresh limit of ${view}`, async () => (await refreshLimitOf(sql, view)) !== current)
+  await alter(sql, view, `alter materialized view ${view} set refresh limit ${wanted.clause}`)
 }
 
 /**

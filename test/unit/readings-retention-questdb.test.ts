@@ -174,3 +174,50 @@ describe.skipIf(!enabled)('two processes expiring QuestDB at once', () => {
     }
   })
 })
+
+describe.skipIf(!enabled)('each level expires to its own horizon', () => {
+  const table = newTable()
+  let store: ReadingsStore
+  /** Raw readings 10 days, minutes 20, hours 30, days 40: the day rollups' partitions are months. */
+  const levels = loadConfig({ READINGS_RETENTION_DAYS: '10', READINGS_MINUTE_ROLLUP_RETENTION_DAYS: '20', READINGS_HOUR_ROLLUP_RETENTION_DAYS: '30', READINGS_DAY_ROLLUP_RETENTION_DAYS: '40' },
+    { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table })
+  const cut = retentionHorizons(levels.readingsRetention, NOW)
+  /** One reading an hour over the 100 days up to midnight today. */
+  const START = TODAY - 100 * DAY
+  const hourly: Reading[] = []
+  for (let ts = START; ts <= TODAY; ts += 3_600_000) hourly.push({ ...data[0]!, ts, value: (ts / 3_600_000) % 13 })
+  const months = (from: number, to: number) => [...new Set(days(from, to).map((d) => d.slice(0, 7)))]
+
+  beforeAll(async () => {
+    store = await questdbStore(levels)
+    await store.write(hourly)
+    await waitFor(async () => (await count(table)) === hourly.length, 30_000, 100)
+    if (hasViews) await waitFor(() => viewsCaughtUp(table), 30_000, 100)
+  })
+  afterAll(async () => { await store?.close() })
+
+  test('raw, minute and hour partitions by day and day partitions by month go exactly up to their horizons', async () => {
+    const report = await store.maintain(cut, NOW)
+    const expected = [
+      ...days(START, cut.raw).map((d) => `${table}/${d}`),
+      ...(hasViews ? [
+        ...days(START, cut['1m']).map((d) => `${table}_1m/${d}`),
+        ...days(START, cut['1h']).map((d) => `${table}_1h/${d}`),
+        // Months wholly before the horizon: the horizon's own month stays.
+        ...months(START, cut['1d']).filter((m) => m < dayName(cut['1d']).slice(0, 7)).map((m) => `${table}_1d/${m}`),
+      ] : []),
+    ]
+    expect(report.dropped).toEqual(expected)
+    expect(await partitions(table)).toEqual(days(cut.raw, TODAY + DAY))
+    expect(await count(table)).toBe(hourly.filter((r) => r.ts >= cut.raw).length)
+    if (hasViews) {
+      expect(await partitions(`${table}_1m`)).toEqual(days(cut['1m'], TODAY + DAY))
+      expect(await partitions(`${table}_1h`)).toEqual(days(cut['1h'], TODAY + DAY))
+      expect(await partitions(`${table}_1d`)).toEqual(months(cut['1d'], TODAY + DAY).filter((m) => m >= dayName(cut['1d']).slice(0, 7)))
+      // The hour rollups still count every reading from their horizon to the raw one.
+      await waitFor(() => viewsCaughtUp(table), 30_000, 100)
+      const hours = await store.buckets({ accountId, from: cut['1h'], to: cut.raw }, { intervalMs: 3_600_000, aggregates: ['count'] }, 100_000)
+      expect(counted(hours)).toBe(hourly.filter((r) => r.ts >= cut['1h'] && r.ts < cut.raw).length)
+    }
+  })
+})
