@@ -101,7 +101,8 @@ export function ilpReadingsWriter(configuration: string, table: string): (readin
  * Rollups where QuestDB has materialized views (8.3.1 on): per series variant (device, channel, metric, environment)
  * at 1 minute from the table, 1 hour from the minutes, 1 day from the hours. QuestDB refreshes them incrementally
  * from what the table holds after deduplication, so a retried batch counts once and a late reading updates its old
- * buckets (both checked on 9.3.2). 7.4 has no materialized views: its queries read the table.
+ * buckets (both checked on 9.3.2), unless it is older than the raw readings' retention: once expiry has run, the
+ * minute view refreshes nothing older (questdb-expiry.ts). 7.4 has no materialized views: its queries read the table.
  */
 const VIEW_COLUMNS = 'cnt, sum_v, min_v, max_v, last_v, last_ts'
 /** The raw table and the minute and hour rollups are partitioned by day, the day rollups by month. */
