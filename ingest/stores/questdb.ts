@@ -10,6 +10,7 @@ import type { Config } from '../../src/config.ts'
 import { cancellable } from '../../db/client.ts'
 import type { SeriesCatalogue } from '../series.ts'
 import { ilpTarget, postIlp, seriesPrefix, rowText } from './ilp.ts'
+import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
 import { rollupPieces, ROLLUP_LEVELS, type Piece, type RollupLevel } from '../planner.ts'
 import { NO_DEADLINE, type AggregationSpec, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
@@ -100,15 +101,18 @@ export function ilpReadingsWriter(configuration: string, table: string): (readin
  * Rollups where QuestDB has materialized views (8.3.1 on): per series variant (device, channel, metric, environment)
  * at 1 minute from the table, 1 hour from the minutes, 1 day from the hours. QuestDB refreshes them incrementally
  * from what the table holds after deduplication, so a retried batch counts once and a late reading updates its old
- * buckets (both checked on 9.3.2). 7.4 has no materialized views: its queries read the table.
+ * buckets (both checked on 9.3.2), unless it is older than the raw readings' retention: once expiry has run, the
+ * minute view refreshes nothing older (questdb-expiry.ts). 7.4 has no materialized views: its queries read the table.
  */
 const VIEW_COLUMNS = 'cnt, sum_v, min_v, max_v, last_v, last_ts'
+/** The raw table and the minute and hour rollups are partitioned by day, the day rollups by month. */
+const VIEW_PARTITIONS: Record<RollupLevel, PartitionUnit> = { '1m': 'day', '1h': 'day', '1d': 'month' }
 function viewSql(table: string, level: RollupLevel): string {
   const keys = 'ts, account_id, device_id, channel, metric, environment_id'
   const body = level === '1m'
     ? `select ${keys}, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, last(ts) last_ts from ${table} sample by 1m`
     : `select ${keys}, sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts from ${table}_${level === '1h' ? '1m' : '1h'} sample by ${level}`
-  return `create materialized view if not exists ${table}_${level} as (${body}) partition by ${level === '1d' ? 'month' : 'day'}`
+  return `create materialized view if not exists ${table}_${level} as (${body}) partition by ${VIEW_PARTITIONS[level]}`
 }
 
 /** Per-bucket statistics of each series variant over the pieces the planner picks, in one SAMPLE BY. */
@@ -179,8 +183,8 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
   return {
     kind: 'questdb',
     rollupLevels: views ? ROLLUP_LEVELS.map((l) => l.name) : [],
-    // Not yet: QuestDB expiry (DROP PARTITION on 7.4, TTL or DROP PARTITION on 8.3.1+) is being built (issue 30).
-    async maintain() { return { dropped: [], created: [] } },
+    // DROP PARTITION on 7.4, TTL where there are views (questdb-expiry.ts says why).
+    maintain: (horizons, now) => expireQuestdb(sql, table, views ? VIEW_PARTITIONS : undefined, horizons, now),
     async write(readings) {
       if (!readings.length) return
       await catalogue?.idsOf(readings)
