@@ -3,7 +3,7 @@
 // there and then, with a way to fit under it.
 import { ApiError } from '../src/http/errors.ts'
 import type { ReadingsQueryLimits, ReadingsRetention } from '../src/config.ts'
-import type { BucketRow, BucketSpec, Fill, ReadingsFilter, ReadingsStore, SeriesPosition } from './stores/interface.ts'
+import type { BucketRow, BucketSpec, Fill, ReadingsFilter, ReadingsStore, RetentionHorizons, RollupLevel, SeriesPosition } from './stores/interface.ts'
 
 export const INTERVALS = { '1m': 60_000, '5m': 300_000, '15m': 900_000, '30m': 1_800_000, '1h': 3_600_000, '6h': 21_600_000, '12h': 43_200_000, '1d': 86_400_000 } as const
 export type IntervalName = keyof typeof INTERVALS
@@ -39,8 +39,7 @@ export function boundRows(shape: ReadingsShape, series: number, from: number, to
 const DAY_MS = 86_400_000
 
 /** Rollup levels, coarsest first: per series, count, sum, min, max, and the first and last value with their times. */
-export const ROLLUP_LEVELS = [{ name: '1d', ms: DAY_MS }, { name: '1h', ms: 3_600_000 }, { name: '1m', ms: 60_000 }] as const
-export type RollupLevel = (typeof ROLLUP_LEVELS)[number]['name']
+export const ROLLUP_LEVELS: readonly { name: RollupLevel; ms: number }[] = [{ name: '1d', ms: DAY_MS }, { name: '1h', ms: 3_600_000 }, { name: '1m', ms: 60_000 }]
 
 /** A stretch of a window and where it is read from: a rollup level (whole buckets of it), or the raw readings. */
 export interface Piece { level: RollupLevel | 'raw'; from: number; to: number }
@@ -67,8 +66,6 @@ export function rollupPieces(from: number, to: number, intervalMs: number, avail
 }
 
 /** The earliest instant each level is sure to hold: midnight UTC, its retention's days before today (0 days: forever). */
-export type RetentionHorizons = Record<RollupLevel | 'raw', number>
-
 export function retentionHorizons(retention: ReadingsRetention, now: number): RetentionHorizons {
   const today = Math.floor(now / DAY_MS) * DAY_MS
   const horizon = (days: number) => (days === 0 ? -Infinity : today - days * DAY_MS)

@@ -52,6 +52,9 @@ export interface TestEnv {
   close(): Promise<void>
 }
 
+/** Every level of readings kept for ever. */
+export const KEEP_FOREVER = Object.freeze({ rawDays: 0, minuteDays: 0, hourDays: 0, dayDays: 0 })
+
 export async function createTestEnv(overrides: Partial<Config> = {}, options: DepsOptions = {}): Promise<TestEnv> {
   const database = await freshDatabase()
   // The port is chosen first, so PUBLIC_URL (which every absolute URL we answer is built on) can name it.
@@ -60,7 +63,11 @@ export async function createTestEnv(overrides: Partial<Config> = {}, options: De
   const config = loadConfig({}, {
     port, publicUrl: baseUrl,
     dataDir: database.dataDir, databaseUrl: database.databaseUrl, redisUrl: REAL_REDIS_URL,
-    redisPrefix: `hrs_test_${suffix()}:`, testRoutes: true, logLevel: 'error', ...overrides,
+    redisPrefix: `hrs_test_${suffix()}:`, testRoutes: true, logLevel: 'error',
+    // Readings kept for ever unless a test says otherwise: many tests write readings at fixed past instants and
+    // read them back raw (test/unit/readings-retention*.test.ts test retention itself).
+    readingsRetention: KEEP_FOREVER,
+    ...overrides,
   })
   const deps = await createDeps(config, options)
   const app = createApp(deps)

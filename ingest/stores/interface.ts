@@ -1,6 +1,5 @@
 // Where readings live: QuestDB in production, a table in the records database by default. Both answer the same
 // queries with the same rows for the same data (test/unit/readings-stores.test.ts holds them to it).
-import type { RetentionHorizons, RollupLevel } from '../planner.ts'
 
 /** One reading as stored: the device's channel, mapped (or not) to a metric and an environment at ingest. */
 export interface Reading {
@@ -49,6 +48,12 @@ export interface BucketSpec {
 
 /** What a store aggregates: the buckets holding readings (fills are the planner's, ingest/planner.ts). */
 export type AggregationSpec = Pick<BucketSpec, 'intervalMs' | 'aggregates'>
+
+/** The levels of rollups a store may keep (ingest/planner.ts ROLLUP_LEVELS): per series, 1 minute, 1 hour, 1 day. */
+export type RollupLevel = '1m' | '1h' | '1d'
+
+/** The earliest instant each level is sure to hold (ingest/planner.ts retentionHorizons); -Infinity: forever. */
+export type RetentionHorizons = Record<RollupLevel | 'raw', number>
 
 /** What one maintenance run did: the partitions it dropped and made, by table, for the log. */
 export interface MaintenanceReport {

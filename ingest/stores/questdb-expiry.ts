@@ -33,8 +33,7 @@
 // Several processes may run this at once: a drop matching nothing is no error (7.4 applies it as a no-op) and two
 // equal TTLs evict what one does. Each run reports the partitions it saw go, so two runs at once may both name one.
 import type { Sql } from 'postgres'
-import type { RetentionHorizons, RollupLevel } from '../planner.ts'
-import type { MaintenanceReport } from './interface.ts'
+import type { MaintenanceReport, RetentionHorizons, RollupLevel } from './interface.ts'
 
 export type PartitionUnit = 'day' | 'month'
 

@@ -11,8 +11,8 @@ import { cancellable } from '../../db/client.ts'
 import type { SeriesCatalogue } from '../series.ts'
 import { ilpTarget, postIlp, seriesPrefix, rowText } from './ilp.ts'
 import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
-import { rollupPieces, ROLLUP_LEVELS, type Piece, type RollupLevel } from '../planner.ts'
-import { NO_DEADLINE, type AggregationSpec, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
+import { rollupPieces, ROLLUP_LEVELS, type Piece } from '../planner.ts'
+import { NO_DEADLINE, type AggregationSpec, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
 
 const UNITS: [number, string][] = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm']]
 /** 3 600 000 ms → "1h": SAMPLE BY takes a count and a unit. */

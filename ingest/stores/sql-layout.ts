@@ -4,7 +4,7 @@
 // Readings stored before the compact layout are moved here from sensor_readings_legacy in batches.
 // Every step is safe when several processes run it at once: DDL under one advisory lock, moves row-locked.
 import type { Database } from '../../db/client.ts'
-import type { RetentionHorizons, RollupLevel } from '../planner.ts'
+import type { RetentionHorizons, RollupLevel } from './interface.ts'
 
 const DAY_MS = 86_400_000
 const WEEK_MS = 7 * DAY_MS

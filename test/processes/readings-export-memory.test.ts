@@ -48,9 +48,10 @@ async function fill(store: ReadingsStore) {
 
 beforeAll(async () => {
   database = await freshDatabase()
+  // Readings of January 2025, kept for ever (the default 90 days would expire them and refuse the window).
   serverEnv = database.databaseUrl
-    ? { DATABASE_URL: database.databaseUrl, REDIS_URL: REAL_REDIS_URL, REDIS_PREFIX: `hrs_test_${Date.now().toString(36)}:`, DEMO: '0' }
-    : { DATA_DIR: tempDataDir(), DEMO: '0' }
+    ? { DATABASE_URL: database.databaseUrl, REDIS_URL: REAL_REDIS_URL, REDIS_PREFIX: `hrs_test_${Date.now().toString(36)}:`, DEMO: '0', READINGS_RETENTION_DAYS: '0' }
+    : { DATA_DIR: tempDataDir(), DEMO: '0', READINGS_RETENTION_DAYS: '0' }
   const account = await runCli(['accounts', 'create', '--name', 'export test'], serverEnv)
   accountId = /account (acct_\w+)/.exec(account.stdout)![1]!
   token = /(hrs_pat_\w+)/.exec((await runCli(['keys', 'create', accountId, '--name', 'test', '--scopes', 'all'], serverEnv)).stdout)![1]!

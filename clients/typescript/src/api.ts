@@ -557,6 +557,15 @@ export interface paths {
          *     service's processes), beyond that 429 `too_many_queries` with `Retry-After`. Answers come from rollups of the readings (per series at 1 minute,
          *     1 hour and 1 day, kept on write) wherever they answer exactly, and from the readings themselves at the window's edges: nothing changes for
          *     callers but speed.
+         *
+         *     **Retention.** Raw readings are kept 90 days, minute rollups 365, hour rollups 1825, day rollups
+         *     forever (operator settings `READINGS_RETENTION_DAYS`, `READINGS_MINUTE_ROLLUP_RETENTION_DAYS`,
+         *     `READINGS_HOUR_ROLLUP_RETENTION_DAYS`, `READINGS_DAY_ROLLUP_RETENTION_DAYS`; 0 keeps forever; deployment-wide, not per account, since
+         *     expiry drops whole partitions), each counted in whole UTC days back from today. A window that reaches before them is answered from the
+         *     rollups where they answer it exactly (an `interval` that is a whole number of a kept level's buckets, from a `from` on its grid); otherwise
+         *     422 `beyond_retention` at once, naming the retention and an interval and `from` that fit (never a page that looks like no data). The
+         *     latest readings (`latest=true`) are whatever the store still holds. On QuestDB rollups are materialized views (8.3.1 on); on 7.4 only raw
+         *     readings are kept, so windows before the raw retention are refused.
          */
         get: operations["queryReadings"];
         put?: never;
@@ -2200,7 +2209,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Problem details; `code` is one of: validation_failed, idempotency_key_mismatch, query_too_expensive, query_timeout. */
+        /** @description Problem details; `code` is one of: validation_failed, idempotency_key_mismatch, query_too_expensive, query_timeout, beyond_retention. */
         UnprocessableContent: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2289,7 +2298,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description An error `code`. */
-                code: "malformed_json" | "invalid_parameter" | "invalid_cursor" | "authentication_required" | "invalid_token" | "insufficient_scope" | "device_key_not_allowed" | "plan_not_eligible" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_mismatch" | "query_too_expensive" | "query_timeout" | "rate_limited" | "too_many_queries" | "internal_error" | "service_unavailable";
+                code: "malformed_json" | "invalid_parameter" | "invalid_cursor" | "authentication_required" | "invalid_token" | "insufficient_scope" | "device_key_not_allowed" | "plan_not_eligible" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_mismatch" | "query_too_expensive" | "query_timeout" | "beyond_retention" | "rate_limited" | "too_many_queries" | "internal_error" | "service_unavailable";
             };
             cookie?: never;
         };
