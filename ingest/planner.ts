@@ -83,8 +83,9 @@ export interface Piece { level: RollupLevel | 'raw'; from: number; to: number }
 
 /**
  * Where each stretch of [from, to) is read from for buckets of `interval`: the coarsest level whose buckets nest in
- * the requested ones (its width divides the interval, or a day for weeks and months) covers the whole buckets of it inside the window; the partial
- * edges come from the next finer level, and what no level covers whole (under a minute) from raw readings. Every
+ * the requested ones (its width divides the interval, or a day for weeks and months) covers the whole buckets of it
+ * inside the window; the partial edges come from the next finer level, and what no level covers whole (under a
+ * minute) from raw readings. Every
  * answer is then exactly the raw one: counts, sums, minima and maxima add up, and `last` is the value at the latest
  * time. `available` leaves out levels a store cannot use now (QuestDB without materialized views, or behind).
  */

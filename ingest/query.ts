@@ -241,7 +241,8 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
         const first = after ? after[0] : bucketOf(spec.interval, from)
         const fileEnd = bucketsAfter(spec.interval, first, Math.max(1, Math.floor(fileLimit / rowsPerBucket(catalogue, spec.groupBy))))
         // More rows follow if a reading lies past the file's end (without a fill), or (with one) if any series has a
-        // reading in the window: then every bucket has rows.
+        // reading in the window: then every bucket has rows. (Grouped by metric, that reading may be an unmapped
+        // channel's, and the next file then holds no rows: the description allows a file none.)
         const more = fileEnd < to && (await read((signal) => (spec.fill === 'none' ? store.raw({ ...filter, from: fileEnd }, 1, undefined, 0, signal) : store.latest(filter, 1, undefined, signal)))).length > 0
         if (more) next = [fileEnd, '', '']
         placeOf = (row) => (row.ts >= fileEnd ? 'past' : 'in')

@@ -10,22 +10,15 @@ import type { Config } from '../../src/config.ts'
 import { cancellable } from '../../db/client.ts'
 import type { SeriesCatalogue } from '../series.ts'
 import { ilpTarget, postIlp, seriesPrefix, rowText } from './ilp.ts'
-import { INTERVALS, rollupPieces, ROLLUP_LEVELS, type IntervalName, type Piece, type RollupLevel } from '../planner.ts'
+import { rollupPieces, ROLLUP_LEVELS, type IntervalName, type Piece, type RollupLevel } from '../planner.ts'
 import { compareKeys, groupKey, NO_DEADLINE, type AggregationSpec, type BucketPosition, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
-const UNITS: [number, string][] = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm']]
 /**
- * "1h" → "1h", "12h" → "12h": SAMPLE BY takes a count and a unit. Aligned to the calendar, `1w` samples ISO weeks
- * from Monday 00:00 UTC and `1M` calendar months, on 7.4 and 9.x alike (`7d` would start weeks on Thursdays, the
- * epoch's weekday).
+ * SAMPLE BY's unit: the interval names 1m…1d are QuestDB's own (`m` minutes, `h` hours, `d` days); a calendar month
+ * is `1M`. Aligned to the calendar, `1w` samples ISO weeks from Monday 00:00 UTC and `1M` calendar months, on 7.4 and
+ * 9.x alike (`7d` would start weeks on Thursdays, the epoch's weekday).
  */
-function sampleUnit(interval: IntervalName): string {
-  if (interval === '1w') return '1w'
-  if (interval === '1mo') return '1M'
-  const ms = INTERVALS[interval]
-  for (const [unit, letter] of UNITS) if (ms % unit === 0) return `${ms / unit}${letter}`
-  throw new Error(`unsupported interval ${interval}`)
-}
+const sampleUnit = (interval: IntervalName) => (interval === '1mo' ? '1M' : interval)
 
 /** A SQL string literal. Values reach here already validated, but quoting keeps any text harmless. */
 const literal = (value: string) => `'${value.replace(/'/g, "''")}'`
