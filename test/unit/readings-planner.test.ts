@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import postgres from 'postgres'
-import { bucketPage, INTERVALS, type CatalogueScope, type IntervalName } from '../../ingest/planner.ts'
+import { bucketOf, bucketPage, bucketsAfter, bucketsIn, INTERVALS, planCost, type CatalogueScope, type IntervalName } from '../../ingest/planner.ts'
 import { SeriesCatalogue } from '../../ingest/series.ts'
 import { questdbStore } from '../../ingest/stores/questdb.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
@@ -191,6 +191,39 @@ function property(scale: Scale, store: () => ReadingsStore, catalogue: () => Ser
     expect(rounded(await walk(store(), filter, spec, q.limit, scope))).toEqual(rounded(expected))
   })
 }
+
+describe('calendar buckets: numbering, counting and the cost bound', () => {
+  const at = (text: string) => Date.parse(text)
+  test('weeks start on Mondays (ISO), months on the 1st, across years and leap days', () => {
+    for (const [ts, week, month] of [
+      ['1970-01-01T00:00:00Z', '1969-12-29T00:00:00.000Z', '1970-01-01T00:00:00.000Z'],
+      ['2026-01-04T23:59:59.999Z', '2025-12-29T00:00:00.000Z', '2026-01-01T00:00:00.000Z'],
+      ['2026-01-05T00:00:00Z', '2026-01-05T00:00:00.000Z', '2026-01-01T00:00:00.000Z'],
+      ['2028-02-29T12:00:00Z', '2028-02-28T00:00:00.000Z', '2028-02-01T00:00:00.000Z'],
+      ['1969-12-31T23:00:00Z', '1969-12-29T00:00:00.000Z', '1969-12-01T00:00:00.000Z'],
+    ] as const) {
+      expect({ ts, week: new Date(bucketOf('1w', at(ts))).toISOString(), month: new Date(bucketOf('1mo', at(ts))).toISOString() }).toEqual({ ts, week, month })
+    }
+    expect(new Date(bucketsAfter('1mo', at('2026-01-31T10:00:00Z'), 1)).toISOString()).toBe('2026-02-01T00:00:00.000Z')
+    expect(new Date(bucketsAfter('1mo', at('2026-11-15T00:00:00Z'), 3)).toISOString()).toBe('2027-02-01T00:00:00.000Z')
+  })
+
+  test('bucketsIn counts the weeks and months a window touches; the cost bound and its suggestion use them', () => {
+    expect(bucketsIn(at('2025-12-31T23:00:00Z'), at('2026-01-01T01:00:00Z'), '1mo')).toBe(2)
+    expect(bucketsIn(at('2025-12-31T23:00:00Z'), at('2026-01-01T01:00:00Z'), '1w')).toBe(1)
+    expect(bucketsIn(at('2026-01-01T00:00:00Z'), at('2027-01-01T00:00:00Z'), '1mo')).toBe(12)
+    expect(bucketsIn(at('2026-01-05T00:00:00Z'), at('2026-01-19T00:00:00Z'), '1w')).toBe(2)
+    expect(bucketsIn(at('2026-01-05T00:00:00Z'), at('2026-01-19T00:00:01Z'), '1w')).toBe(3)
+    const limits = { maxBuckets: 2000, heavyRows: 100 }
+    const from = at('2000-01-01T00:00:00Z')
+    const to = at('2026-01-01T00:00:00Z')
+    // 4 series × 9,497 days is over the limit; 4 × 1,358 weeks too; 4 × 312 months fit.
+    let refusal: Record<string, unknown> | undefined
+    try { planCost({ kind: 'buckets', interval: '1d', fill: 'none' }, 4, from, to, limits) } catch (error) { refusal = (error as { extra?: { fields?: Record<string, unknown> } }).extra?.fields }
+    expect(refusal).toMatchObject({ rows: 4 * 9497, buckets: 9497, suggested_interval: '1mo' })
+    expect(planCost({ kind: 'buckets', interval: '1mo', fill: 'null' }, 4, from, to, limits)).toEqual({ bound: 4 * 312, heavy: true })
+  })
+})
 
 describe('the planner equals the raw answer (SQL store)', () => {
   let env: TestEnv
