@@ -3,10 +3,47 @@
 // there and then, with a way to fit under it.
 import { ApiError } from '../src/http/errors.ts'
 import type { ReadingsQueryLimits, ReadingsRetention } from '../src/config.ts'
-import type { BucketRow, BucketSpec, Fill, ReadingsFilter, ReadingsStore, RetentionHorizons, RollupLevel, SeriesPosition } from './stores/interface.ts'
+import { compareKeys, groupKey, type AggregationSpec, type BucketPosition, type BucketRow, type BucketSpec, type Fill, type GroupKey, type Grouping, type IntervalName, type ReadingsFilter, type ReadingsStore, type RetentionHorizons, type RollupLevel } from './stores/interface.ts'
 
-export const INTERVALS = { '1m': 60_000, '5m': 300_000, '15m': 900_000, '30m': 1_800_000, '1h': 3_600_000, '6h': 21_600_000, '12h': 43_200_000, '1d': 86_400_000 } as const
-export type IntervalName = keyof typeof INTERVALS
+const DAY_MS = 86_400_000
+const WEEK_MS = 7 * DAY_MS
+/** Monday 1970-01-05 00:00 UTC: ISO weeks start on Mondays, and the epoch was a Thursday. */
+const FIRST_MONDAY = 4 * DAY_MS
+
+/**
+ * Bucket widths, in ms. The fixed ones (1m to 1d) are aligned to the epoch; `1w` is the ISO week from Monday
+ * 00:00 UTC and `1mo` the calendar month in UTC, whose length varies: its entry is the shortest month's, used only
+ * to order intervals and size windows, never to place a bucket (bucketNumber and bucketStart do that).
+ */
+export const INTERVALS: Readonly<Record<IntervalName, number>> = { '1m': 60_000, '5m': 300_000, '15m': 900_000, '30m': 1_800_000, '1h': 3_600_000, '6h': 21_600_000, '12h': 43_200_000, '1d': DAY_MS, '1w': WEEK_MS, '1mo': 28 * DAY_MS }
+
+/** The number of the bucket of `interval` holding `ts`, counted from the one holding the epoch (weeks: from the Monday before it). */
+export function bucketNumber(interval: IntervalName, ts: number): number {
+  if (interval === '1mo') {
+    const date = new Date(ts)
+    return (date.getUTCFullYear() - 1970) * 12 + date.getUTCMonth()
+  }
+  if (interval === '1w') return Math.floor((ts - FIRST_MONDAY) / WEEK_MS)
+  return Math.floor(ts / INTERVALS[interval])
+}
+
+/** Where bucket number `n` of `interval` starts. */
+export function bucketStart(interval: IntervalName, n: number): number {
+  if (interval === '1mo') return Date.UTC(1970, n, 1)
+  if (interval === '1w') return FIRST_MONDAY + n * WEEK_MS
+  return n * INTERVALS[interval]
+}
+
+/** The start of the bucket holding `ts`. */
+export const bucketOf = (interval: IntervalName, ts: number) => bucketStart(interval, bucketNumber(interval, ts))
+/** The start of the bucket `count` buckets after the one holding `ts`. */
+export const bucketsAfter = (interval: IntervalName, ts: number, count: number) => bucketStart(interval, bucketNumber(interval, ts) + count)
+
+/**
+ * What every bucket boundary of `interval` is a whole multiple of: the interval itself, or a day for weeks and
+ * months. A rollup level nests in the buckets (each of its buckets lies in one) when its width divides this.
+ */
+const grainOf = (interval: IntervalName) => (interval === '1w' || interval === '1mo' ? DAY_MS : INTERVALS[interval])
 
 /** What a request asks of the store, as far as its cost goes. */
 export type ReadingsShape =
@@ -21,8 +58,8 @@ export interface QueryCost {
   heavy: boolean
 }
 
-/** Buckets of `intervalMs` (aligned to the epoch, as every bucket is) that [from, to) touches. */
-export const bucketsIn = (from: number, to: number, intervalMs: number) => Math.ceil(to / intervalMs) - Math.floor(from / intervalMs)
+/** Buckets of `interval` that [from, to) touches (from < to). */
+export const bucketsIn = (from: number, to: number, interval: IntervalName) => bucketNumber(interval, to - 1) - bucketNumber(interval, from) + 1
 
 /**
  * The most rows a query can give: raw pages and files hold at most `limit` rows; the latest readings one per series;
@@ -32,11 +69,9 @@ export function boundRows(shape: ReadingsShape, series: number, from: number, to
   switch (shape.kind) {
     case 'raw': return shape.limit
     case 'latest': return Math.min(shape.limit, series)
-    case 'buckets': return series * bucketsIn(from, to, INTERVALS[shape.interval])
+    case 'buckets': return series * bucketsIn(from, to, shape.interval)
   }
 }
-
-const DAY_MS = 86_400_000
 
 /** Rollup levels, coarsest first: per series, count, sum, min, max, and the first and last value with their times. */
 export const ROLLUP_LEVELS: readonly { name: RollupLevel; ms: number }[] = [{ name: '1d', ms: DAY_MS }, { name: '1h', ms: 3_600_000 }, { name: '1m', ms: 60_000 }]
@@ -45,14 +80,15 @@ export const ROLLUP_LEVELS: readonly { name: RollupLevel; ms: number }[] = [{ na
 export interface Piece { level: RollupLevel | 'raw'; from: number; to: number }
 
 /**
- * Where each stretch of [from, to) is read from for buckets of `intervalMs`: the coarsest level whose buckets nest in
- * the requested ones (its width divides the interval) covers the whole buckets of it inside the window; the partial
- * edges come from the next finer level, and what no level covers whole (under a minute) from raw readings. Every
+ * Where each stretch of [from, to) is read from for buckets of `interval`: the coarsest level whose buckets nest in
+ * the requested ones (its width divides the interval, or a day for weeks and months) covers the whole buckets of it
+ * inside the window; the partial edges come from the next finer level, and what no level covers whole (under a
+ * minute) from raw readings. Every
  * answer is then exactly the raw one: counts, sums, minima and maxima add up, and `last` is the value at the latest
  * time. `available` leaves out levels a store cannot use now (QuestDB without materialized views, or behind).
  */
-export function rollupPieces(from: number, to: number, intervalMs: number, available: readonly RollupLevel[] = ROLLUP_LEVELS.map((l) => l.name)): Piece[] {
-  const usable = ROLLUP_LEVELS.filter((l) => intervalMs % l.ms === 0 && available.includes(l.name))
+export function rollupPieces(from: number, to: number, interval: IntervalName, available: readonly RollupLevel[] = ROLLUP_LEVELS.map((l) => l.name)): Piece[] {
+  const usable = ROLLUP_LEVELS.filter((l) => grainOf(interval) % l.ms === 0 && available.includes(l.name))
   const cover = (from: number, to: number, i: number): Piece[] => {
     if (from >= to) return []
     const level = usable[i]
@@ -93,17 +129,14 @@ export function checkRetention(shape: ReadingsShape, from: number, to: number, l
   const horizons = retentionHorizons(retention, now)
   const beyond = shape.kind === 'raw'
     ? (from < horizons.raw ? [{ level: 'raw' as const, from, to }] : [])
-    : piecesBeyondRetention(rollupPieces(from, to, INTERVALS[shape.interval], levels), horizons)
+    : piecesBeyondRetention(rollupPieces(from, to, shape.interval, levels), horizons)
   if (!beyond.length) return
   const kept = (['raw', ...ROLLUP_LEVELS.map((l) => l.name).reverse()] as const).filter((l) => l === 'raw' || levels.includes(l))
   const days: Record<string, number> = { raw: retention.rawDays, '1m': retention.minuteDays, '1h': retention.hourDays, '1d': retention.dayDays }
   const retainedFrom = Object.fromEntries(kept.map((l) => [l, Number.isFinite(horizons[l]) ? new Date(horizons[l]).toISOString() : null]))
-  // The finest interval whose pieces from an aligned `from` all lie within retention.
-  const fits = (Object.keys(INTERVALS) as IntervalName[]).find((name) => {
-    const aligned = Math.floor(from / INTERVALS[name]) * INTERVALS[name]
-    return !piecesBeyondRetention(rollupPieces(aligned, to, INTERVALS[name], levels), horizons).length
-  })
-  const fitFrom = fits && new Date(Math.floor(from / INTERVALS[fits]) * INTERVALS[fits]).toISOString()
+  // The finest interval whose pieces from `from` moved to its bucket's start all lie within retention.
+  const fits = (Object.keys(INTERVALS) as IntervalName[]).find((name) => !piecesBeyondRetention(rollupPieces(bucketOf(name, from), to, name, levels), horizons).length)
+  const fitFrom = fits && new Date(bucketOf(fits, from)).toISOString()
   const keeps = kept.map((l) => `${LEVEL_NAMES[l]} for ${days[l] ? `${days[l]} days (from ${retainedFrom[l]})` : 'ever'}`).join(', ')
   const way = fits
     ? `Ask for interval=${fits} with from=${fitFrom}, or a window from ${new Date(horizons.raw).toISOString()} on.`
@@ -125,11 +158,11 @@ function span(ms: number): string {
 export function planCost(shape: ReadingsShape, series: number, from: number, to: number, limits: Pick<ReadingsQueryLimits, 'maxBuckets' | 'heavyRows'>): QueryCost {
   const bound = boundRows(shape, series, from, to)
   if (shape.kind === 'buckets' && bound > limits.maxBuckets) {
-    const buckets = bucketsIn(from, to, INTERVALS[shape.interval])
-    const coarser = (Object.keys(INTERVALS) as IntervalName[]).find((name) => INTERVALS[name] > INTERVALS[shape.interval] && series * bucketsIn(from, to, INTERVALS[name]) <= limits.maxBuckets)
+    const buckets = bucketsIn(from, to, shape.interval)
+    const coarser = (Object.keys(INTERVALS) as IntervalName[]).find((name) => INTERVALS[name] > INTERVALS[shape.interval] && series * bucketsIn(from, to, name) <= limits.maxBuckets)
     const longest = Math.floor(limits.maxBuckets / series) * INTERVALS[shape.interval]
     const ways = [
-      coarser && `interval=${coarser} (${series * bucketsIn(from, to, INTERVALS[coarser])} rows)`,
+      coarser && `interval=${coarser} (${series * bucketsIn(from, to, coarser)} rows)`,
       longest >= INTERVALS[shape.interval] ? `a window of at most ${span(longest)} at interval=${shape.interval}` : undefined,
       series > 1 ? 'fewer series (device_id, channel or metric)' : undefined,
     ].filter(Boolean)
@@ -140,26 +173,36 @@ export function planCost(shape: ReadingsShape, series: number, from: number, to:
   return { bound, heavy: bound > limits.heavyRows }
 }
 
+/** What the series catalogue says of a filter: how many series it matches, and (grouping by metric) their metrics. */
+export interface CatalogueScope {
+  /** The series the filter matches (at least the series the store will meet). */
+  series: number
+  /** The metrics of those series, without null; needed only when grouping by metric. */
+  metrics: readonly string[]
+}
+
+/** The most rows a bucket can have: one per series, or one per metric. */
+export const rowsPerBucket = (scope: CatalogueScope, groupBy: Grouping) => Math.max(1, groupBy === 'metric' ? scope.metrics.length : scope.series)
+
 /**
  * One page of buckets, computed from its own stretch of the window: a page costs about as much as its rows, wherever
  * in the window it lies, instead of aggregating everything from its first bucket to the window's end. The store
  * aggregates the buckets that hold readings (`store.buckets`); fills are made here, the same for every store.
- *
- * `seriesBound` is the catalogue's count of series the filter matches (at least the series the store will meet).
  */
-export async function bucketPage(store: ReadingsStore, filter: ReadingsFilter, spec: BucketSpec, limit: number, after: SeriesPosition | undefined, signal: AbortSignal, seriesBound: number): Promise<BucketRow[]> {
+export async function bucketPage(store: ReadingsStore, filter: ReadingsFilter, spec: BucketSpec, limit: number, after: BucketPosition | undefined, signal: AbortSignal, scope: CatalogueScope): Promise<BucketRow[]> {
   if (limit <= 0 || filter.from >= filter.to) return []
-  const interval = spec.intervalMs
-  const start = after ? after[0] : Math.floor(filter.from / interval) * interval
-  const aggregation = { intervalMs: interval, aggregates: spec.aggregates }
+  const { interval, groupBy } = spec
+  const start = after ? after[0] : bucketOf(interval, filter.from)
+  const aggregation: AggregationSpec = { interval, aggregates: spec.aggregates, groupBy }
+  const perBucket = rowsPerBucket(scope, groupBy)
   if (spec.fill === 'none') {
-    // A stretch of buckets that would give the page if every series had a reading in each, doubled until the
+    // A stretch of buckets that would give the page if every group had a reading in each, doubled until the
     // page is full or the window ends (sparse data costs a few more rounds, each bounded by its stretch).
     const rows: BucketRow[] = []
     let from = start
-    let buckets = Math.ceil(limit / Math.max(1, seriesBound)) + 1
+    let buckets = Math.ceil(limit / perBucket) + 1
     while (rows.length < limit && from < filter.to) {
-      const to = Math.min(filter.to, from + buckets * interval)
+      const to = Math.min(filter.to, bucketsAfter(interval, from, buckets))
       rows.push(...await store.buckets({ ...filter, from: Math.max(filter.from, from), to }, aggregation, limit - rows.length, after, 0, signal))
       from = to
       buckets *= 2
@@ -167,55 +210,73 @@ export async function bucketPage(store: ReadingsStore, filter: ReadingsFilter, s
     return rows
   }
 
-  // Filled: every series with a reading anywhere in the window has a row in every bucket. Which series those are,
+  // Filled: every group with a reading anywhere in the window has a row in every bucket. Which groups those are,
   // and what each carries into the page (its latest non-empty bucket before it), come from the newest reading per
-  // series: in the window, and before the page.
-  const series = await store.latest(filter, seriesBound + 1, undefined, signal)
-  if (!series.length) return []
-  const end = Math.min(filter.to, start + (Math.ceil(limit / series.length) + 1) * interval)
+  // group: in the window, and before the page.
+  const groups = (await newestPerGroup(store, filter, groupBy, scope, signal)).map((g) => g.key).sort(compareKeys)
+  if (!groups.length) return []
+  const end = Math.min(filter.to, bucketsAfter(interval, start, Math.ceil(limit / groups.length) + 1))
   const held = new Map<string, BucketRow>()
-  for (const row of await store.buckets({ ...filter, from: Math.max(filter.from, start), to: end }, aggregation, series.length * Math.ceil((end - start) / interval), undefined, 0, signal)) {
-    held.set(`${row.ts}\u0000${row.device_id}\u0000${row.channel}`, row)
+  const name = (key: GroupKey) => `${key[0]}\u0000${key[1]}`
+  for (const row of await store.buckets({ ...filter, from: Math.max(filter.from, start), to: end }, aggregation, groups.length * bucketsIn(start, end, interval), undefined, 0, signal)) {
+    held.set(`${row.ts}\u0000${name(groupKey(row, groupBy))}`, row)
   }
   const carried = new Map<string, BucketRow>()
   if (start > filter.from) {
-    const before = { ...filter, to: start }
-    const lastBefore = await store.latest(before, seriesBound + 1, undefined, signal)
-    // Series whose latest earlier reading falls in the same bucket share one aggregation of it.
+    // Groups whose latest earlier reading falls in the same bucket share one aggregation of it.
     const byBucket = new Map<number, Set<string>>()
-    for (const r of lastBefore) {
-      const bucket = Math.floor(r.ts / interval) * interval
+    for (const g of await newestPerGroup(store, { ...filter, to: start }, groupBy, scope, signal)) {
+      const bucket = bucketOf(interval, g.ts)
       let names = byBucket.get(bucket)
       if (!names) byBucket.set(bucket, (names = new Set()))
-      names.add(`${r.device_id}\u0000${r.channel}`)
+      names.add(name(g.key))
     }
     for (const [bucket, names] of byBucket) {
-      const rows = await store.buckets({ ...filter, from: Math.max(filter.from, bucket), to: Math.min(start, bucket + interval) }, aggregation, seriesBound + 1, undefined, 0, signal)
+      const rows = await store.buckets({ ...filter, from: Math.max(filter.from, bucket), to: Math.min(start, bucketsAfter(interval, bucket, 1)) }, aggregation, perBucket + 1, undefined, 0, signal)
       for (const row of rows) {
-        const name = `${row.device_id}\u0000${row.channel}`
-        if (names.has(name)) carried.set(name, row)
+        const key = name(groupKey(row, groupBy))
+        if (names.has(key)) carried.set(key, row)
       }
     }
   }
-  // The stretch holds the page: its buckets have room for limit + series.length rows, and at most series.length - 1
+  // The stretch holds the page: its buckets have room for limit + groups.length rows, and at most groups.length - 1
   // are skipped (those at or before `after` in its first bucket).
   const out: BucketRow[] = []
-  for (let ts = start; ts < end && out.length < limit; ts += interval) {
-    for (const s of series) {
-      const name = `${s.device_id}\u0000${s.channel}`
-      const row = held.get(`${ts}\u0000${name}`)
-      if (row) carried.set(name, row)
-      if (after && ts === after[0] && (s.device_id < after[1] || (s.device_id === after[1] && s.channel <= after[2]))) continue
-      out.push(row ?? emptyBucket(ts, s.device_id, s.channel, carried.get(name), spec))
+  for (let ts = start; ts < end && out.length < limit; ts = bucketsAfter(interval, ts, 1)) {
+    for (const key of groups) {
+      const row = held.get(`${ts}\u0000${name(key)}`)
+      if (row) carried.set(name(key), row)
+      if (after && ts === after[0] && compareKeys(key, [after[1], after[2]]) <= 0) continue
+      out.push(row ?? emptyBucket(ts, key, carried.get(name(key)), spec, filter))
       if (out.length === limit) break
     }
   }
   return out
 }
 
-/** A bucket without readings: count 0; metric, environment and (with `previous`) values of the series' latest earlier bucket. */
-function emptyBucket(ts: number, deviceId: string, channel: string, earlier: BucketRow | undefined, spec: BucketSpec): BucketRow {
-  const row: BucketRow = { ts, device_id: deviceId, channel, metric: earlier?.metric ?? null, environment_id: earlier?.environment_id ?? null }
+/**
+ * The groups with a reading in the filter, each with the time of its newest one there: a series' from the store's
+ * latest readings; a metric's from the latest readings of its series under that metric (a channel whose mapping
+ * changed has readings under several metrics, and its newest reading names only one).
+ */
+async function newestPerGroup(store: ReadingsStore, filter: ReadingsFilter, groupBy: Grouping, scope: CatalogueScope, signal: AbortSignal): Promise<{ key: GroupKey; ts: number }[]> {
+  if (groupBy === 'series') return (await store.latest(filter, scope.series + 1, undefined, signal)).map((r) => ({ key: [r.device_id, r.channel], ts: r.ts }))
+  const metrics = scope.metrics.filter((metric) => filter.metric === undefined || metric === filter.metric)
+  const newest = await Promise.all(metrics.map(async (metric) => {
+    const rows = await store.latest({ ...filter, metric }, scope.series + 1, undefined, signal)
+    return rows.length ? { key: [metric, ''] as GroupKey, ts: Math.max(...rows.map((r) => r.ts)) } : undefined
+  }))
+  return newest.filter((g) => g !== undefined)
+}
+
+/**
+ * A bucket without readings: count 0, other aggregates absent or (with `previous`) those of the group's latest earlier
+ * bucket. A series' metric and environment are those of that earlier bucket; a metric's environment is the filter's.
+ */
+function emptyBucket(ts: number, key: GroupKey, earlier: BucketRow | undefined, spec: BucketSpec, filter: ReadingsFilter): BucketRow {
+  const row: BucketRow = spec.groupBy === 'metric'
+    ? { ts, metric: key[0], environment_id: filter.environmentId ?? null }
+    : { ts, device_id: key[0], channel: key[1], metric: earlier?.metric ?? null, environment_id: earlier?.environment_id ?? null }
   for (const a of spec.aggregates) row[a] = a === 'count' ? 0 : spec.fill === 'previous' ? earlier?.[a] : undefined
   return row
 }

@@ -12,9 +12,9 @@ import { Instant, nullable, oneOf } from '../src/records/fields.ts'
 import { ReadCancelled } from '../db/client.ts'
 import { READINGS_QUERY_DEFAULTS, READINGS_RETENTION_DEFAULTS, type ReadingsQueryLimits, type ReadingsRetention } from '../src/config.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
-import { bucketPage, checkRetention, INTERVALS, planCost, type ReadingsShape } from './planner.ts'
+import { bucketOf, bucketPage, bucketsAfter, checkRetention, INTERVALS, planCost, rowsPerBucket, type CatalogueScope, type ReadingsShape } from './planner.ts'
 import type { SeriesCatalogue } from './series.ts'
-import { AGGREGATES, FILLS, type Aggregate, type BucketRow, type BucketSpec, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
+import { AGGREGATES, FILLS, GROUPINGS, groupKey, type Aggregate, type BucketPosition, type BucketRow, type BucketSpec, type Grouping, type ReadingsFilter, type ReadingsStore } from './stores/interface.ts'
 const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
 const JSON_LIMIT = { default: 1000, max: 10_000 }
 const CSV_LIMIT = { default: 100_000, max: 1_000_000 }
@@ -30,19 +30,20 @@ const CSV_GC_SLACK_BYTES = 16 * 2 ** 20
 
 const ReadingRow = t.Object({
   ts: Instant,
-  device_id: t.String(),
-  channel: t.String(),
+  device_id: t.Optional(t.String({ description: 'Absent in rows grouped by metric (`group_by=metric`).' })),
+  channel: t.Optional(t.String({ description: 'Absent in rows grouped by metric (`group_by=metric`).' })),
   metric: nullable(t.String(), 'Mapped at ingest; null for an unmapped channel.'),
-  environment_id: nullable(t.String()),
+  environment_id: nullable(t.String(), 'In rows grouped by metric, the `environment_id` filter (null without one: the whole account).'),
   value: t.Optional(t.Number({ description: 'Raw and latest rows.' })),
   avg: t.Optional(t.Number()), min: t.Optional(t.Number()), max: t.Optional(t.Number()), last: t.Optional(t.Number()),
   count: t.Optional(JsonInteger()),
-}, { $id: '#/components/schemas/ReadingRow', description: 'A reading, or with `interval` one bucket of a series (its `ts` is the bucket start) carrying the requested aggregates; an aggregate an empty bucket lacks is left out.' })
+}, { $id: '#/components/schemas/ReadingRow', description: 'A reading, or with `interval` one bucket of a series (or with `group_by=metric` of a metric; its `ts` is the bucket start) carrying the requested aggregates; an aggregate an empty bucket lacks is left out.' })
 
 const LIMITS = READINGS_QUERY_DEFAULTS
 const RETENTION = READINGS_RETENTION_DEFAULTS
 const COST_DESCRIPTION = `**What a query may cost** is known before it runs. A query with \`interval\` covers the series the filter matches
-(device and channel, under each metric and environment they were stored with) times the buckets of the window; at most
+(device and channel, under each metric and environment they were stored with; grouped by metric as well, since those are what it
+aggregates) times the buckets of the window (weeks and months counted as the calendar has them); at most
 ${LIMITS.maxBuckets.toLocaleString('en-US')} rows (operator setting \`READINGS_MAX_BUCKETS\`), whatever the page size. Over it the answer is 422
 \`query_too_expensive\` at once, with \`max_rows\`, \`rows\`, \`series\`, \`buckets\`, \`suggested_interval\` (the finest interval that fits) and
 \`max_window_seconds\` (the longest window that fits at this interval). Each store query then runs for at most
@@ -64,15 +65,24 @@ readings are kept, so windows before the raw retention are refused.`
 
 const CSV_DESCRIPTION = `RFC 4180 CSV (\`text/csv; charset=utf-8; header=present\`), streamed: a header line, then one line per row, each ended by CRLF.
 Columns: \`ts,device_id,channel,metric,environment_id,value\` for raw readings; with \`interval\`, \`ts,device_id,channel,metric,environment_id\`
-followed by the requested aggregates in the order of \`agg\` (\`ts\` is the bucket start). \`ts\` is RFC 3339 UTC with milliseconds; numbers
+followed by the requested aggregates in the order of \`agg\` (\`ts\` is the bucket start); with \`group_by=metric\`, \`ts,metric,environment_id\` then the aggregates. \`ts\` is RFC 3339 UTC with milliseconds; numbers
 are plain decimals that read back to the same double (e.g. \`21.5\`, \`-0.25\`, \`1e-7\`); an empty field is null (an unmapped channel's
 metric, an empty bucket's aggregate). A field holding a comma, a double quote, CR or LF is enclosed in double quotes with inner quotes
 doubled; nothing else is quoted and nothing is escaped against spreadsheet formulas (values are data, sent as stored).
 One response is one file of at most \`limit\` rows. When more rows follow, the response carries \`Link: <…>; rel="next"\` (RFC 8288; the
 same request with the \`cursor\` for the next file) and \`Next-Cursor\`; without them this file is the last. A file of buckets ends at a bucket
-boundary (the series in scope × whole buckets fit in \`limit\`), so it may hold fewer rows than \`limit\`, even none, while more follow. A cursor fixes the window, so
+boundary (the series, or metrics, in scope × whole buckets fit in \`limit\`), so it may hold fewer rows than \`limit\`, even none, while more follow. A cursor fixes the window, so
 files follow on without gaps or repeats. A stream that breaks off (the store failed mid-file) ends without the chunked terminator, so the
 client sees a transfer error rather than a short file.`
+
+const GROUP_BY_DESCRIPTION = `With \`interval\`: what a row aggregates. \`series\` (default): one device channel, as stored. \`metric\`: every series of
+a metric in scope, one row per metric per bucket: within an environment with \`environment_id\`, otherwise across the whole account (every
+environment, and channels mapped to a metric without one); the other filters narrow the series aggregated. Channels without a metric are left out.
+A grouped row has no \`device_id\` or \`channel\`; its \`environment_id\` is the filter's (null without one); CSV columns are
+\`ts,metric,environment_id\` then the aggregates. Aggregates are over the readings themselves, never averages of averages: \`avg\` is their sum
+÷ their count, \`min\`, \`max\` and \`count\` are over every reading of every series in the bucket, and \`last\` is the value read latest
+(the greatest of them when several series have a reading at that same instant). A series is counted under the metric it had when each reading
+was stored. \`fill\` gives every bucket to every metric with a reading in the window. Rows are ordered by bucket, then metric.`
 
 const Query = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: CSV_LIMIT.max, description: `JSON: page size 1–${JSON_LIMIT.max} (default ${JSON_LIMIT.default}). CSV: rows per file 1–${CSV_LIMIT.max} (default ${CSV_LIMIT.default}).` })),
@@ -83,7 +93,8 @@ const Query = t.Object({
   metric: t.Optional(t.String({ maxLength: 50 })),
   from: t.Optional(t.String({ format: 'date-time', description: 'Inclusive; default 24 hours before `to`.' })),
   to: t.Optional(t.String({ format: 'date-time', description: 'Exclusive; default now.' })),
-  interval: t.Optional(oneOf(Object.keys(INTERVALS) as [keyof typeof INTERVALS], 'Bucket width: one row per bucket per series (device, channel), aligned to UTC.')),
+  interval: t.Optional(oneOf(Object.keys(INTERVALS) as [keyof typeof INTERVALS], 'Bucket width: one row per bucket per series (device, channel), or per metric with `group_by=metric`. Buckets are in UTC: `1m` to `1d` aligned to the epoch (midnight UTC for `1d`), `1w` ISO weeks starting Monday 00:00 UTC, `1mo` calendar months starting on the 1st at 00:00 UTC. A row\'s `ts` is its bucket\'s start.')),
+  group_by: t.Optional(oneOf([...GROUPINGS], GROUP_BY_DESCRIPTION)),
   agg: t.Optional(t.String({ pattern: `^(${AGGREGATES.join('|')})(,(${AGGREGATES.join('|')}))*$`, description: 'With `interval`: comma-separated aggregates (default avg).', examples: ['avg,max'] })),
   fill: t.Optional(oneOf([...FILLS], 'With `interval`: `none` (default) lists only buckets holding readings; `null` and `previous` list every bucket of the window for every series with a reading in the window, so gaps show. An empty bucket has `count` 0 and its other aggregates absent (`null`) or carried from the series\' latest earlier bucket in the window (`previous`; absent before its first reading); its `metric` and `environment_id` are those of that earlier bucket.')),
   latest: t.Optional(t.Boolean({ description: 'The newest reading per series in the window (default window: all time). JSON only.' })),
@@ -118,8 +129,9 @@ const csvField = (value: string | number | null | undefined): string => {
 const csvLine = (fields: (string | number | null | undefined)[]) => `${fields.map(csvField).join(',')}\r\n`
 
 type Row = BucketRow & { value?: number }
-const positionKey = (row: Row): SeriesPosition => [row.ts, row.device_id, row.channel]
-const samePosition = (a: SeriesPosition, b: SeriesPosition) => a[0] === b[0] && a[1] === b[1] && a[2] === b[2]
+/** A row's place in its listing: (ts, device_id, channel) of a reading or a series' bucket, (ts, metric, '') of a metric's. */
+const positionKey = (row: Row, groupBy: Grouping): BucketPosition => [row.ts, ...groupKey(row, groupBy)]
+const samePosition = (a: BucketPosition, b: BucketPosition) => a[0] === b[0] && a[1] === b[1] && a[2] === b[2]
 
 export interface ReadingsQueryDeps {
   readings: ReadingsStore
@@ -192,6 +204,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       if (query.interval && query.latest) throw refuse('/query/latest', 'Use either interval or latest.', 'cannot be combined with interval')
       if (query.agg && !query.interval) throw refuse('/query/agg', 'agg needs an interval.', 'needs interval')
       if (query.fill && !query.interval) throw refuse('/query/fill', 'fill needs an interval.', 'needs interval')
+      if (query.group_by && !query.interval) throw refuse('/query/group_by', 'group_by needs an interval.', 'needs interval')
       if (csv && query.latest) throw refuse('/query/latest', 'CSV covers raw readings and buckets; ask for the latest readings as JSON.', 'not available as CSV')
       if (!csv && limit !== undefined && limit > JSON_LIMIT.max) throw refuse('/query/limit', `A JSON page holds at most ${JSON_LIMIT.max} rows; CSV files up to ${CSV_LIMIT.max}.`, `at most ${JSON_LIMIT.max} for JSON`)
       // The window is fixed by the first page (carried in the cursor), so "now" does not slide under a paging client.
@@ -201,49 +214,54 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       const filter: ReadingsFilter = { accountId, environmentId: query.environment_id, deviceId: query.device_id, channel: query.channel, metric: query.metric, from, to }
       const store = deps.readings
       const window = [to, from] as const
+      const groupBy = query.group_by ?? 'series'
       const spec: BucketSpec | undefined = query.interval
-        ? { intervalMs: INTERVALS[query.interval], aggregates: (query.agg?.split(',') ?? ['avg']) as Aggregate[], fill: query.fill ?? 'none' }
+        ? { interval: query.interval, aggregates: (query.agg?.split(',') ?? ['avg']) as Aggregate[], fill: query.fill ?? 'none', groupBy }
         : undefined
       const rowLimit = limit ?? (csv ? CSV_LIMIT.default : JSON_LIMIT.default)
       // The cost is known before anything runs in the store: refused here when over the limits (ingest/planner.ts).
       const shape: ReadingsShape = query.latest ? { kind: 'latest', limit: rowLimit } : query.interval ? { kind: 'buckets', interval: query.interval, fill: query.fill ?? 'none' } : { kind: 'raw', limit: rowLimit }
+      // A query grouped by metric costs what the series it aggregates cost, though it answers a row per metric.
       const series = shape.kind === 'raw' ? 0 : await deps.series.count(filter)
+      const catalogue: CatalogueScope = { series, metrics: spec?.groupBy === 'metric' ? await deps.series.metrics(filter) : [] }
       const { heavy } = planCost(shape, series, from, to, deps.config.readingsQueries)
       checkRetention(shape, from, to, store.rollupLevels, deps.config.readingsRetention, Date.now())
       const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false) => underDeadline(deps, request, accountId, heavy, waitForSlot, work)
-      const fetchRows = (count: number, after?: SeriesPosition, skip?: number, waitForSlot = false): Promise<Row[]> =>
-        read<Row[]>(async (signal) => (spec ? (await bucketPage(store, filter, spec, count + (skip ?? 0), after, signal, series)).slice(skip ?? 0) : store.raw(filter, count, after, skip, signal)), waitForSlot)
-      const encodePosition = (p: SeriesPosition) => deps.cursors.encode(scope, [...window, ...p])
+      const fetchRows = (count: number, after?: BucketPosition, skip?: number, waitForSlot = false): Promise<Row[]> =>
+        read<Row[]>(async (signal) => (spec ? (await bucketPage(store, filter, spec, count + (skip ?? 0), after, signal, catalogue)).slice(skip ?? 0) : store.raw(filter, count, after, skip, signal)), waitForSlot)
+      const encodePosition = (p: BucketPosition) => deps.cursors.encode(scope, [...window, ...p])
 
       if (query.latest) {
         const rows = await read((signal) => store.latest(filter, rowLimit + 1, position ? [String(position[2]), String(position[3])] : undefined, signal))
         return toPage(rows, rowLimit, deps.cursors, scope, (r) => [...window, r.device_id, r.channel], present)
       }
-      const after = position ? [Number(position[2]), String(position[3]), String(position[4])] as SeriesPosition : undefined
+      const after = position ? [Number(position[2]), String(position[3]), String(position[4])] as BucketPosition : undefined
       if (!csv) {
-        return toPage(await fetchRows(rowLimit + 1, after), rowLimit, deps.cursors, scope, (r) => [...window, ...positionKey(r)], present)
+        return toPage(await fetchRows(rowLimit + 1, after), rowLimit, deps.cursors, scope, (r) => [...window, ...positionKey(r, groupBy)], present)
       }
 
       // CSV: the next file's cursor goes in the headers, sent before the body, so where this file ends is decided
-      // first. A file of buckets ends at a bucket boundary before which at most `limit` rows can lie (the series in
-      // scope × whole buckets), so nothing is read twice; a raw file finds its last row first (the store skips to it).
+      // first. A file of buckets ends at a bucket boundary before which at most `limit` rows can lie (the series, or
+      // metrics, in scope × whole buckets), so nothing is read twice; a raw file finds its last row first (the store
+      // skips to it).
       const fileLimit = rowLimit
-      let next: SeriesPosition | undefined
+      let next: BucketPosition | undefined
       /** Whether a row is this file's last (`last`) or lies past the file (`past`). */
       let placeOf: (row: Row) => 'in' | 'last' | 'past'
       if (spec) {
-        const first = after ? after[0] : Math.floor(from / spec.intervalMs) * spec.intervalMs
-        const fileEnd = first + Math.max(1, Math.floor(fileLimit / Math.max(1, series))) * spec.intervalMs
+        const first = after ? after[0] : bucketOf(spec.interval, from)
+        const fileEnd = bucketsAfter(spec.interval, first, Math.max(1, Math.floor(fileLimit / rowsPerBucket(catalogue, spec.groupBy))))
         // More rows follow if a reading lies past the file's end (without a fill), or (with one) if any series has a
-        // reading in the window: then every bucket has rows.
+        // reading in the window: then every bucket has rows. (Grouped by metric, that reading may be an unmapped
+        // channel's, and the next file then holds no rows: the description allows a file none.)
         const more = fileEnd < to && (await read((signal) => (spec.fill === 'none' ? store.raw({ ...filter, from: fileEnd }, 1, undefined, 0, signal) : store.latest(filter, 1, undefined, signal)))).length > 0
         if (more) next = [fileEnd, '', '']
         placeOf = (row) => (row.ts >= fileEnd ? 'past' : 'in')
       } else {
         const edge = await fetchRows(2, after, fileLimit - 1)
-        const last = edge.length === 2 ? positionKey(edge[0]!) : undefined
+        const last = edge.length === 2 ? positionKey(edge[0]!, 'series') : undefined
         next = last
-        placeOf = (row) => (last && samePosition(positionKey(row), last) ? 'last' : 'in')
+        placeOf = (row) => (last && samePosition(positionKey(row, 'series'), last) ? 'last' : 'in')
       }
       const headers: Record<string, string> = {
         ...(set.headers as Record<string, string>),
@@ -257,7 +275,8 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
         headers['link'] = `<${pathOf(request.url)}?${query}>; rel="next"`
         headers['next-cursor'] = cursor
       }
-      const columns = ['ts', 'device_id', 'channel', 'metric', 'environment_id', ...(spec ? spec.aggregates : ['value'] as const)]
+      const identity = spec?.groupBy === 'metric' ? ['ts', 'metric', 'environment_id'] : ['ts', 'device_id', 'channel', 'metric', 'environment_id']
+      const columns = [...identity, ...(spec ? spec.aggregates : ['value'] as const)]
       const encoder = new TextEncoder()
       let resumeAfter = after
       let headerSent = false
@@ -276,7 +295,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
               text += csvLine(columns.map((c) => (c === 'ts' ? new Date(row.ts).toISOString() : row[c as keyof Row])))
               if (place === 'last') { finished = true; break }
             }
-            if (rows.length) resumeAfter = positionKey(rows[rows.length - 1]!)
+            if (rows.length) resumeAfter = positionKey(rows[rows.length - 1]!, groupBy)
             controller.enqueue(encoder.encode(text))
             if (finished) return controller.close()
             if (process.memoryUsage.rss() > collectAbove) Bun.gc(true)

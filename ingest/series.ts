@@ -52,6 +52,13 @@ export class SeriesCatalogue {
     return Number(rows[0]?.n ?? 0)
   }
 
+  /** The metrics of the series the filter matches, without null, in byte order. */
+  async metrics(filter: SeriesFilter): Promise<string[]> {
+    const params: unknown[] = []
+    const rows = await this.database.query<{ metric: string }>(`select distinct metric collate "C" as metric from reading_series where ${seriesWhere(filter, params)} and metric is not null order by 1`, params)
+    return rows.map((r) => r.metric)
+  }
+
   /** The series the filter matches. */
   async list(filter: SeriesFilter): Promise<SeriesRow[]> {
     const params: unknown[] = []

@@ -5,6 +5,7 @@
 // authentication, cursors or JSON. Prints `result {json}` with queries (pages) per second and the rows each
 // full walk counted.
 import { openPostgres } from '../../db/client.ts'
+import type { IntervalName } from '../../ingest/stores/interface.ts'
 import type { Aggregate, BucketRow, ReadingsFilter, ReadingsStore, SeriesPosition } from '../../ingest/stores/interface.ts'
 import { questdbStore } from '../../ingest/stores/questdb.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
@@ -16,7 +17,7 @@ export interface DirectConfig {
   store: { kind: 'sql'; databaseUrl: string } | { kind: 'questdb'; ilp: string; pgUrl: string; table: string }
   filter: ReadingsFilter
   /** Buckets (`interval` and `agg` in the API) or raw rows. */
-  query: { kind: 'buckets'; intervalMs: number; aggregates: Aggregate[] } | { kind: 'raw' }
+  query: { kind: 'buckets'; interval: IntervalName; aggregates: Aggregate[] } | { kind: 'raw' }
   limit: number
   lanes: number
   warmupMs: number
@@ -54,7 +55,7 @@ if (import.meta.main) {
   const { store, close } = await openStore(config)
   const { query, filter, limit } = config
   const page = (after?: SeriesPosition): Promise<BucketRow[]> => query.kind === 'buckets'
-    ? store.buckets(filter, { intervalMs: query.intervalMs, aggregates: query.aggregates }, limit + 1, after)
+    ? store.buckets(filter, { interval: query.interval, aggregates: query.aggregates, groupBy: 'series' }, limit + 1, after)
     : store.raw(filter, limit + 1, after)
 
   const start = performance.now()
@@ -94,7 +95,7 @@ if (import.meta.main) {
         if (!hasMore) break
         if (done > windowEnd) { rows = -1; break } // the window closed mid-walk: not a full walk
         const last = shown[shown.length - 1]!
-        after = [last.ts, last.device_id, last.channel]
+        after = [last.ts, last.device_id!, last.channel!]
       }
       if (rows >= 0) {
         walks.completed++

@@ -1,8 +1,9 @@
 // Environment history at any scale (issue 29): a year of readings for one environment (10 devices × 4 channels, a
-// reading every 2 minutes: 10,512,000) loaded through POST /sensors/readings, then five queries through the API,
-// each walked to its last page at limit=10000, ÷ the store's own one-shot SQL over the raw rows; and the bytes each
-// reading takes on disk. `--store sql|questdb` (default sql); BENCH_HISTORY_DAYS shortens the year (CI's smoke).
+// reading every 2 minutes: 10,512,000) loaded through POST /sensors/readings, then seven queries through the API (the
+// issue's five, and weekly and monthly aggregates by metric), each walked to its last page at limit=10000, ÷ the
+// store's own one-shot SQL over the raw rows; and the bytes each reading takes on disk. `--store sql|questdb` (default sql); BENCH_HISTORY_DAYS shortens the year (CI's smoke).
 import postgres from 'postgres'
+import { bucketsIn } from '../../ingest/planner.ts'
 import { newId } from '../../src/ids.ts'
 import { exec, dropTable, freshTableName, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, waitForCount } from '../lib/questdb.ts'
 import { API, call, ms, onRecordsServer, type Api } from '../lib/records.ts'
@@ -108,12 +109,16 @@ export const history: Scenario = async (ctx) => {
             hourly: () => qdb(`select ts, device_id, channel, avg(value) from ${table} where account_id = '${account}' and environment_id = '${environmentId}' and ts >= '${iso(from)}' and ts < '${iso(to)}' sample by 1h align to calendar`),
             latest: () => qdb(`select * from ${table} where account_id = '${account}' latest on ts partition by device_id, channel`),
             channel: () => qdb(`select ts, avg(value) from ${table} where device_id = '${devices[0]!.id}' and channel = 'c0' and ts >= '${iso(to - 30 * DAY)}' and ts < '${iso(to)}' sample by 1h align to calendar`),
+            weeklyByMetric: () => qdb(`select ts, metric, avg(value), min(value), max(value) from ${table} where account_id = '${account}' and environment_id = '${environmentId}' and ts >= '${iso(from)}' and ts < '${iso(to)}' sample by 1w align to calendar`),
+            monthlyByMetric: () => qdb(`select ts, metric, avg(value) from ${table} where account_id = '${account}' and environment_id = '${environmentId}' and ts >= '${iso(from)}' and ts < '${iso(to)}' sample by 1M align to calendar`),
           }
           : {
             daily: () => records.unsafe(`select date_bin('1 day', ts, timestamptz 'epoch'), device_id, channel, avg(value), min(value), max(value) from sensor_readings where account_id = $1 and environment_id = $2 and ts >= $3 and ts < $4 group by 1, 2, 3`, [accountId, environmentId, iso(from), iso(to)]),
             hourly: () => records.unsafe(`select date_bin('1 hour', ts, timestamptz 'epoch'), device_id, channel, avg(value) from sensor_readings where account_id = $1 and environment_id = $2 and ts >= $3 and ts < $4 group by 1, 2, 3`, [accountId, environmentId, iso(from), iso(to)]),
             latest: () => records.unsafe(`select distinct on (device_id, channel) ts, device_id, channel, value from sensor_readings where account_id = $1 order by device_id, channel, ts desc`, [accountId]),
             channel: () => records.unsafe(`select date_bin('1 hour', ts, timestamptz 'epoch'), avg(value) from sensor_readings where device_id = $1 and channel = 'c0' and ts >= $2 and ts < $3 group by 1`, [devices[0]!.id, iso(to - 30 * DAY), iso(to)]),
+            weeklyByMetric: () => records.unsafe(`select date_bin('7 days', ts, timestamptz '1970-01-05 00:00:00+00'), metric, avg(value), min(value), max(value) from sensor_readings where account_id = $1 and environment_id = $2 and ts >= $3 and ts < $4 group by 1, 2`, [accountId, environmentId, iso(from), iso(to)]),
+            monthlyByMetric: () => records.unsafe(`select date_trunc('month', ts, 'UTC'), metric, avg(value) from sensor_readings where account_id = $1 and environment_id = $2 and ts >= $3 and ts < $4 group by 1, 2`, [accountId, environmentId, iso(from), iso(to)]),
           }
         const series = DEVICES * CHANNELS
         const queries = [
@@ -122,6 +127,9 @@ export const history: Scenario = async (ctx) => {
           { name: 'latest value per series', rows: series, ours: () => walkJson(api, `${API}/environment/readings?latest=true&limit=${PAGE}`), direct: oneShot.latest, targetMs: 10 },
           { name: `the daily query as CSV`, rows: series * days, ours: () => walkCsv(api, `${base}&interval=1d&agg=avg,min,max&format=csv`), direct: oneShot.daily, targetMs: undefined },
           { name: '30 days hourly, one channel', rows: Math.min(30, days) * 24, ours: () => walkJson(api, oneChannel), direct: oneShot.channel, targetMs: undefined },
+          // Across the environment's series, one row per metric (each channel is its own metric here).
+          { name: `${days} days, weekly avg/min/max by metric, the environment`, rows: CHANNELS * bucketsIn(from, to, '1w'), ours: () => walkJson(api, `${base}&interval=1w&agg=avg,min,max&group_by=metric`), direct: oneShot.weeklyByMetric, targetMs: undefined },
+          { name: `${days} days, monthly avg by metric, the environment`, rows: CHANNELS * bucketsIn(from, to, '1mo'), ours: () => walkJson(api, `${base}&interval=1mo&agg=avg&group_by=metric`), direct: oneShot.monthlyByMetric, targetMs: undefined },
         ]
         const lines: Line[] = []
         const details: Record<string, unknown> = { store, days, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000) }

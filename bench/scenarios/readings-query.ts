@@ -25,7 +25,7 @@ const ROW_MARKER = '"ts":"'
 function queries(environmentId: string, to: number, limit: number) {
   const iso = (ms: number) => new Date(ms).toISOString()
   return [
-    { name: 'buckets', label: '30 days, 1 h avg buckets', from: to - 30 * DAY, interval: '1h' as const, direct: { kind: 'buckets' as const, intervalMs: HOUR, aggregates: ['avg' as const] } },
+    { name: 'buckets', label: '30 days, 1 h avg buckets', from: to - 30 * DAY, interval: '1h' as const, direct: { kind: 'buckets' as const, interval: '1h' as const, aggregates: ['avg' as const] } },
     { name: 'raw', label: 'raw rows of one day', from: to - DAY, interval: undefined, direct: { kind: 'raw' as const } },
   ].map((q) => ({
     ...q,

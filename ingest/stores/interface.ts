@@ -29,7 +29,26 @@ export interface ReadingsFilter {
 }
 
 export interface RawRow { ts: number; device_id: string; channel: string; metric: string | null; environment_id: string | null; value: number }
-export type BucketRow = Omit<RawRow, 'value'> & Partial<Record<Aggregate, number>>
+
+/**
+ * What a bucket row aggregates: one series (a device's channel), or every series of a metric within the filter
+ * (an environment with `environmentId`, else the whole account); series without a metric are left out of the latter.
+ */
+export const GROUPINGS = ['series', 'metric'] as const
+export type Grouping = (typeof GROUPINGS)[number]
+
+/**
+ * One bucket of a group. A series' row has its device_id and channel, and the metric and environment of its latest
+ * reading in the bucket; a metric's row has no device_id or channel, and the filter's environment (null without one).
+ */
+export type BucketRow = Omit<RawRow, 'value' | 'device_id' | 'channel'> & { device_id?: string; channel?: string } & Partial<Record<Aggregate, number>>
+
+/** What tells a bucket's rows apart, in their order: (device_id, channel) of a series; (metric, '') of a metric. */
+export type GroupKey = [string, string]
+export const groupKey = (row: BucketRow, groupBy: Grouping): GroupKey => (groupBy === 'metric' ? [row.metric ?? '', ''] : [row.device_id ?? '', row.channel ?? ''])
+/** Whether key `a` comes before `b` (bytewise, as the stores order them): -1, 0 or 1. */
+export const compareKeys = (a: GroupKey, b: GroupKey) => byteOrder(a[0], b[0]) || byteOrder(a[1], b[1])
+export const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /**
  * Empty buckets: `none` leaves them out; `null` and `previous` give every series (a device and channel with a
@@ -41,13 +60,20 @@ export const FILLS = ['none', 'null', 'previous'] as const
 export type Fill = (typeof FILLS)[number]
 
 export interface BucketSpec {
-  intervalMs: number
+  interval: IntervalName
   aggregates: readonly Aggregate[]
   fill: Fill
+  groupBy: Grouping
 }
 
 /** What a store aggregates: the buckets holding readings (fills are the planner's, ingest/planner.ts). */
-export type AggregationSpec = Pick<BucketSpec, 'intervalMs' | 'aggregates'>
+export type AggregationSpec = Pick<BucketSpec, 'interval' | 'aggregates' | 'groupBy'>
+
+/**
+ * Bucket intervals (ingest/planner.ts INTERVALS): fixed widths aligned to the epoch, ISO weeks from Monday 00:00 UTC
+ * and calendar months in UTC.
+ */
+export type IntervalName = '1m' | '5m' | '15m' | '30m' | '1h' | '6h' | '12h' | '1d' | '1w' | '1mo'
 
 /** The levels of rollups a store may keep (ingest/planner.ts ROLLUP_LEVELS): per series, 1 minute, 1 hour, 1 day. */
 export type RollupLevel = '1m' | '1h' | '1d'
@@ -68,8 +94,9 @@ export interface MaintenanceReport {
 /** The signal of a read nobody will abort. */
 export const NO_DEADLINE: AbortSignal = new AbortController().signal
 
-/** Keyset positions: raw rows and buckets by (ts, device, channel); latest by (device, channel). */
+/** Keyset positions: raw rows by (ts, device, channel); buckets by (ts, group key); latest by (device, channel). */
 export type SeriesPosition = [ts: number, deviceId: string, channel: string]
+export type BucketPosition = [ts: number, ...key: GroupKey]
 export type LatestPosition = [deviceId: string, channel: string]
 
 /** Where the batcher's group commits go: the readings store itself, or the ingest log in front of it. */
@@ -95,8 +122,12 @@ export interface ReadingsStore {
    * `skip` passes over that many rows first (a CSV file finds where the next file starts without reading up to it).
    */
   raw(filter: ReadingsFilter, limit: number, after?: SeriesPosition, skip?: number, signal?: AbortSignal): Promise<RawRow[]>
-  /** One row per (bucket, device, channel) holding readings in the filter, buckets aligned to UTC (intervals divide a day). */
-  buckets(filter: ReadingsFilter, spec: AggregationSpec, limit: number, after?: SeriesPosition, skip?: number, signal?: AbortSignal): Promise<BucketRow[]>
+  /**
+   * One row per (bucket, group) holding readings in the filter, in (ts, group key) order, buckets in UTC (ingest/planner.ts
+   * bucketNumber). Aggregates across series add up: avg = Σsum ÷ Σcount; `last` is the value at the latest time, the
+   * greatest of them when several series have a reading at that same time.
+   */
+  buckets(filter: ReadingsFilter, spec: AggregationSpec, limit: number, after?: BucketPosition, skip?: number, signal?: AbortSignal): Promise<BucketRow[]>
   /** The newest reading of each (device, channel) within the filter, ordered by device then channel. */
   latest(filter: ReadingsFilter, limit: number, after?: LatestPosition, signal?: AbortSignal): Promise<RawRow[]>
   ping(): Promise<void>

@@ -12,14 +12,14 @@ import type { SeriesCatalogue } from '../series.ts'
 import { ilpTarget, postIlp, seriesPrefix, rowText } from './ilp.ts'
 import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
 import { rollupPieces, ROLLUP_LEVELS, type Piece } from '../planner.ts'
-import { NO_DEADLINE, type AggregationSpec, type BucketRow, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
+import { compareKeys, groupKey, NO_DEADLINE, type AggregationSpec, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
 
-const UNITS: [number, string][] = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm']]
-/** 3 600 000 ms → "1h": SAMPLE BY takes a count and a unit. */
-function sampleUnit(intervalMs: number): string {
-  for (const [ms, unit] of UNITS) if (intervalMs % ms === 0) return `${intervalMs / ms}${unit}`
-  throw new Error(`unsupported interval ${intervalMs} ms`)
-}
+/**
+ * SAMPLE BY's unit: the interval names 1m…1d are QuestDB's own (`m` minutes, `h` hours, `d` days); a calendar month
+ * is `1M`. Aligned to the calendar, `1w` samples ISO weeks from Monday 00:00 UTC and `1M` calendar months, on 7.4 and
+ * 9.x alike (`7d` would start weeks on Thursdays, the epoch's weekday).
+ */
+const sampleUnit = (interval: IntervalName) => (interval === '1mo' ? '1M' : interval)
 
 /** A SQL string literal. Values reach here already validated, but quoting keeps any text harmless. */
 const literal = (value: string) => `'${value.replace(/'/g, "''")}'`
@@ -124,7 +124,7 @@ function sampledPieces(table: string, filter: ReadingsFilter, spec: AggregationS
       ? `select ts, ${variant}, cast(1 as long) cnt, value sum_v, value min_v, value max_v, value last_v, ts last_ts from ${table} where ${window}`
       : `select ts, ${variant}, ${VIEW_COLUMNS} from ${table}_${piece.level} where ${window}`
   }
-  const every = `sample by ${sampleUnit(spec.intervalMs)} align to calendar`
+  const every = `sample by ${sampleUnit(spec.interval)} align to calendar`
   const statistics = 'sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts'
   // Always through a subquery, even for raw readings alone: QuestDB 7.4 samples each row on its own when a SAMPLE
   // BY aggregates its designated timestamp (max(ts), even cast), and last_ts needs exactly that; a copy of ts made
@@ -195,33 +195,41 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
         order by ts, device_id, channel limit ${skip}, ${skip + limit}`, signal)
       return rows.map(rawRow)
     },
-    async buckets(filter, spec, limit, after?: SeriesPosition, skip = 0, signal = NO_DEADLINE) {
+    async buckets(filter, spec, limit, after?: BucketPosition, skip = 0, signal = NO_DEADLINE) {
       if (filter.from >= filter.to) return []
-      const pieces = rollupPieces(filter.from, filter.to, spec.intervalMs, await caughtUp(signal))
+      const pieces = rollupPieces(filter.from, filter.to, spec.interval, await caughtUp(signal))
       const rows = await query(`select cast(ts as long) ts_us, device_id, channel, metric, environment_id, cnt, sum_v, min_v, max_v, last_v, cast(last_ts as long) last_us
         from (${sampledPieces(table, filter, spec, pieces)})`, signal)
       // A bucket row is a device's channel: its variants (a channel whose mapping changed within the bucket) add up,
-      // and its metric and environment are those of the variant read last. The store's rows cover the filter's
-      // window whole: callers ask for stretches about the size of a page (ingest/planner.ts).
+      // and its metric and environment are those of the variant read last. Grouped by metric, the variants with that
+      // metric add up, and `last` is the value read last (the greatest of those read at that same time). The store's
+      // rows cover the filter's window whole: callers ask for stretches about the size of a page (ingest/planner.ts).
+      const byMetric = spec.groupBy === 'metric'
       const merged = new Map<string, BucketRow & { lastUs: number; sum: number }>()
       for (const r of rows) {
-        const key = `${r.ts_us}\u0000${r.device_id}\u0000${r.channel}`
+        const metric = nullable(r.metric)
+        if (byMetric && metric === null) continue
+        const key = `${r.ts_us}\u0000${byMetric ? metric : `${r.device_id}\u0000${r.channel}`}`
         const lastUs = Number(r.last_us)
+        const last = Number(r.last_v)
         const had = merged.get(key)
         if (!had) {
-          merged.set(key, { ts: micros(r.ts_us), device_id: String(r.device_id), channel: String(r.channel), metric: nullable(r.metric), environment_id: nullable(r.environment_id),
-            count: Number(r.cnt), sum: Number(r.sum_v), min: Number(r.min_v), max: Number(r.max_v), last: Number(r.last_v), lastUs })
+          const identity = byMetric
+            ? { metric, environment_id: filter.environmentId ?? null }
+            : { device_id: String(r.device_id), channel: String(r.channel), metric, environment_id: nullable(r.environment_id) }
+          merged.set(key, { ts: micros(r.ts_us), ...identity, count: Number(r.cnt), sum: Number(r.sum_v), min: Number(r.min_v), max: Number(r.max_v), last, lastUs })
           continue
         }
         had.count! += Number(r.cnt); had.sum += Number(r.sum_v)
         had.min = Math.min(had.min!, Number(r.min_v)); had.max = Math.max(had.max!, Number(r.max_v))
-        if (lastUs > had.lastUs) Object.assign(had, { lastUs, last: Number(r.last_v), metric: nullable(r.metric), environment_id: nullable(r.environment_id) })
+        if (lastUs > had.lastUs || (lastUs === had.lastUs && last > had.last!)) {
+          Object.assign(had, { lastUs, last }, byMetric ? {} : { metric, environment_id: nullable(r.environment_id) })
+        }
       }
-      const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
-      const ordered = [...merged.values()].sort((a, b) => a.ts - b.ts || byteOrder(a.device_id, b.device_id) || byteOrder(a.channel, b.channel))
-      const past = after ? ordered.filter((r) => r.ts > after[0] || (r.ts === after[0] && (r.device_id > after[1] || (r.device_id === after[1] && r.channel > after[2])))) : ordered
+      const ordered = [...merged.values()].sort((a, b) => a.ts - b.ts || compareKeys(groupKey(a, spec.groupBy), groupKey(b, spec.groupBy)))
+      const past = after ? ordered.filter((r) => r.ts > after[0] || (r.ts === after[0] && compareKeys(groupKey(r, spec.groupBy), [after[1], after[2]]) > 0)) : ordered
       return past.slice(skip, skip + limit).map((r) => {
-        const row: BucketRow = { ts: r.ts, device_id: r.device_id, channel: r.channel, metric: r.metric, environment_id: r.environment_id }
+        const row: BucketRow = { ts: r.ts, ...(byMetric ? {} : { device_id: r.device_id, channel: r.channel }), metric: r.metric, environment_id: r.environment_id }
         const values: Record<string, number> = { avg: r.sum / r.count!, min: r.min!, max: r.max!, last: r.last!, count: r.count! }
         for (const a of spec.aggregates) row[a] = values[a]
         return row

@@ -2,10 +2,10 @@
 // per batch through unnest() of column arrays, which also keeps the rollups and each series' newest reading. A
 // retried batch must add nothing: readings are unique on (channel, ts). Partitions: sql-layout.ts.
 import type { Database, ReaderOptions } from '../../db/client.ts'
-import { rollupPieces, ROLLUP_LEVELS, type Piece } from '../planner.ts'
+import { INTERVALS, rollupPieces, ROLLUP_LEVELS, type Piece } from '../planner.ts'
 import { SeriesCatalogue, seriesWhere } from '../series.ts'
 import { dropExpired, ensurePartitions, finishLegacy, hasLegacy, moveLegacyBatch, type LegacyPosition } from './sql-layout.ts'
-import { NO_DEADLINE, type Aggregate, type AggregationSpec, type BucketRow, type LatestPosition, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
+import { NO_DEADLINE, type Aggregate, type AggregationSpec, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
 /**
  * The rollups of the readings a statement inserted (`ins`: series_id, ts, value), added to a level's table in that
@@ -88,26 +88,44 @@ function pieceSql(piece: Piece, interval: string, params: unknown[]): string {
 /** The series a filter matches, as the CTE `s` every read starts from: the account's own, and no other's. */
 const seriesCte = (filter: ReadingsFilter, params: unknown[]) => `select id, channel_id, device_id, channel, metric, environment_id from reading_series where ${seriesWhere(filter, params)}`
 
+// `last` across series: the value at the latest time, the greatest of them when several series share that time.
 const AGGREGATE_SQL: Record<Aggregate, string> = {
   avg: 'sum(p.sum) / sum(p.count)', min: 'min(p.min)', max: 'max(p.max)', count: 'sum(p.count)::int',
-  last: '(array_agg(p.last_value order by p.last_ts desc))[1]',
+  last: '(array_agg(p.last_value order by p.last_ts desc, p.last_value desc))[1]',
 }
 
 /**
- * The buckets that hold readings: (bucket, device_id, channel, metric, environment_id, …aggregates), combined from
- * the pieces the planner picks (rollups where they answer exactly, raw readings at the edges). A bucket row is a
- * device's channel; its metric and environment are those of its latest reading in the bucket.
+ * Pieces are binned from the epoch at a width every bucket boundary is a multiple of: the interval itself, or a day
+ * for weeks (which start on Mondays, and the epoch was a Thursday) and months (whose length varies); the bins are
+ * placed in their week or month where the pieces are combined.
+ */
+const PIECE_BIN: Partial<Record<IntervalName, string>> = { '1w': '1 day', '1mo': '1 day' }
+const BUCKET_OF: Partial<Record<IntervalName, (bin: string) => string>> = {
+  // ISO weeks start on Monday 00:00 UTC; 1970-01-05 was a Monday.
+  '1w': (bin) => `date_bin('7 days', ${bin}, timestamptz '1970-01-05 00:00:00+00')`,
+  '1mo': (bin) => `date_trunc('month', ${bin}, 'UTC')`,
+}
+
+/**
+ * The buckets that hold readings, combined from the pieces the planner picks (rollups where they answer exactly, raw
+ * readings at the edges): (bucket, device_id, channel, metric, environment_id, …aggregates), a bucket row being a
+ * device's channel whose metric and environment are those of its latest reading in the bucket; or, grouped by
+ * metric, (bucket, metric, …aggregates) over the series with a metric (each series counted under the metric it had).
  */
 function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, params: unknown[]): string {
-  const interval = `$${params.push(`${spec.intervalMs} milliseconds`)}::interval`
-  const series = seriesCte(filter, params)
-  const pieces = rollupPieces(filter.from, filter.to, spec.intervalMs).map((piece) => pieceSql(piece, interval, params))
+  const interval = `$${params.push(PIECE_BIN[spec.interval] ?? `${INTERVALS[spec.interval]} milliseconds`)}::interval`
+  const byMetric = spec.groupBy === 'metric'
+  const series = `${seriesCte(filter, params)}${byMetric ? ' and metric is not null' : ''}`
+  const pieces = rollupPieces(filter.from, filter.to, spec.interval).map((piece) => pieceSql(piece, interval, params))
+  const keys = byMetric ? 'null::text as device_id, null::text as channel, s.metric' : 's.device_id, s.channel'
   if (!pieces.length) return `select null::timestamptz as bucket, null::text as device_id, null::text as channel, null::text as metric, null::text as environment_id where false`
   const selected = spec.aggregates.map((a) => `${AGGREGATE_SQL[a]} as "${a}"`).join(', ')
+  const identity = byMetric
+    ? `${keys}, $${params.push(filter.environmentId ?? null)}::text as environment_id`
+    : `${keys}, (array_agg(s.metric order by p.last_ts desc))[1] as metric, (array_agg(s.environment_id order by p.last_ts desc))[1] as environment_id`
   return `with s as (${series}), p as (${pieces.join('\n    union all ')})
-    select p.b as bucket, s.device_id, s.channel,
-      (array_agg(s.metric order by p.last_ts desc))[1] as metric, (array_agg(s.environment_id order by p.last_ts desc))[1] as environment_id, ${selected}
-    from p join s on s.id = p.series_id group by 1, 2, 3`
+    select ${BUCKET_OF[spec.interval]?.('p.b') ?? 'p.b'} as bucket, ${identity}, ${selected}
+    from p join s on s.id = p.series_id group by ${byMetric ? '1, s.metric' : '1, s.device_id, s.channel'}`
 }
 
 /** Legacy readings move in batches of this many, for up to this long per maintenance run. */
@@ -191,14 +209,16 @@ export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_REA
       const rows = await reads.query<Record<string, unknown>>(text, params, signal)
       return rows.map((r) => ({ ts: toMs(r.ts), device_id: String(r.device_id), channel: String(r.channel), metric: (r.metric as string | null) ?? null, environment_id: (r.environment_id as string | null) ?? null, value: Number(r.value) }))
     },
-    async buckets(filter, spec, limit, after?: SeriesPosition, skip = 0, signal = NO_DEADLINE) {
+    async buckets(filter, spec, limit, after?: BucketPosition, skip = 0, signal = NO_DEADLINE) {
       const params: unknown[] = []
+      const keys = spec.groupBy === 'metric' ? [byte('metric')] : [byte('device_id'), byte('channel')]
       let text = `select * from (${bucketsSql(filter, spec, params)}) b`
-      if (after) text += ` where (bucket, ${byte('device_id')}, ${byte('channel')}) > ($${params.push(iso(after[0]))}::timestamptz, $${params.push(after[1])}, $${params.push(after[2])})`
-      text += ` order by bucket, ${byte('device_id')}, ${byte('channel')} limit $${params.push(limit)} offset $${params.push(skip)}`
+      if (after) text += ` where (bucket, ${keys.join(', ')}) > ($${params.push(iso(after[0]))}::timestamptz, ${keys.map((_, i) => `$${params.push(after[i + 1])}`).join(', ')})`
+      text += ` order by bucket, ${keys.join(', ')} limit $${params.push(limit)} offset $${params.push(skip)}`
       const rows = await reads.query<Record<string, unknown>>(text, params, signal)
       return rows.map((r) => {
-        const row: BucketRow = { ts: toMs(r.bucket), device_id: String(r.device_id), channel: String(r.channel), metric: (r.metric as string | null) ?? null, environment_id: (r.environment_id as string | null) ?? null }
+        const identity = spec.groupBy === 'metric' ? {} : { device_id: String(r.device_id), channel: String(r.channel) }
+        const row: BucketRow = { ts: toMs(r.bucket), ...identity, metric: (r.metric as string | null) ?? null, environment_id: (r.environment_id as string | null) ?? null }
         for (const a of spec.aggregates) row[a] = num(r[a])
         return row
       })

@@ -262,8 +262,8 @@ export function consoleModule(deps: Deps) {
       const now = Date.now()
       const window = { from: now - 24 * 3600 * 1000, to: now }
       // Quarter-hour averages of the last day: at most 96 points per channel, however often the device reports.
-      const buckets = await deps.readings.buckets({ accountId: viewer.session.accountId, deviceId: row.id, from: window.from, to: now + 5 * 60 * 1000 }, { intervalMs: 15 * 60 * 1000, aggregates: ['avg'] }, 2000)
-      const points = buckets.map((b) => ({ ts: b.ts, channel: b.channel, metric: b.metric, value: b.avg! }))
+      const buckets = await deps.readings.buckets({ accountId: viewer.session.accountId, deviceId: row.id, from: window.from, to: now + 5 * 60 * 1000 }, { interval: '15m', aggregates: ['avg'], groupBy: 'series' }, 2000)
+      const points = buckets.map((b) => ({ ts: b.ts, channel: b.channel!, metric: b.metric, value: b.avg! }))
       const places = new Map((await environmentsOf(viewer.session.accountId)).map((e) => [e.id, e.name]))
       // A sighting this process has not written back yet (once a second) is newer than the row's: right after a
       // device's first readings, the page said "never" for up to a second.

@@ -5,11 +5,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import postgres from 'postgres'
-import { boundRows, bucketPage, INTERVALS, type IntervalName } from '../../ingest/planner.ts'
+import { boundRows, bucketPage, INTERVALS } from '../../ingest/planner.ts'
 import { SeriesCatalogue } from '../../ingest/series.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import { ensurePartitions } from '../../ingest/stores/sql-layout.ts'
-import { NO_DEADLINE, type Fill, type Reading, type ReadingsStore } from '../../ingest/stores/interface.ts'
+import { NO_DEADLINE, type Fill, type Grouping, type IntervalName, type Reading, type ReadingsStore } from '../../ingest/stores/interface.ts'
 import { loadConfig } from '../../src/config.ts'
 import { cancellable, ReadCancelled } from '../../db/client.ts'
 import { createTestEnv, problem, REAL_DATABASE_URL, REAL_REDIS_URL, waitFor, type TestEnv } from '../helpers.ts'
@@ -95,8 +95,8 @@ describe('the bound is never below the rows the store returns (property, SQL sto
       readingsArbitrary,
       fc.integer({ min: -60, max: 3 * 24 * 60 }), fc.integer({ min: 1, max: 3 * 24 * 60 }),
       fc.constantFrom(...(Object.keys(INTERVALS) as IntervalName[])), fc.constantFrom<Fill>('none', 'null', 'previous'),
-      fc.constantFrom<'all' | 'device' | 'channel' | 'metric'>('all', 'device', 'channel', 'metric'),
-      async (data, fromMinute, lengthMinutes, interval, fill, narrow) => {
+      fc.constantFrom<'all' | 'device' | 'channel' | 'metric'>('all', 'device', 'channel', 'metric'), fc.constantFrom<Grouping>('series', 'metric'),
+      async (data, fromMinute, lengthMinutes, interval, fill, narrow, groupBy) => {
         const accountId = `acct_prop_${run++}`
         const store: ReadingsStore = sqlStore(env.deps.database)
         const catalogue = new SeriesCatalogue(env.deps.database)
@@ -107,7 +107,7 @@ describe('the bound is never below the rows the store returns (property, SQL sto
         const to = from + lengthMinutes * 60_000
         const filter = { accountId, from, to, ...(narrow === 'device' ? { deviceId: `${accountId}_dev_a` } : narrow === 'channel' ? { channel: 't1' } : narrow === 'metric' ? { metric: 'temperature' } : {}) }
         const series = await catalogue.count(filter)
-        const buckets = await bucketPage(store, filter, { intervalMs: INTERVALS[interval], aggregates: ['avg', 'count'], fill }, 1_000_000, undefined, NO_DEADLINE, series)
+        const buckets = await bucketPage(store, filter, { interval, aggregates: ['avg', 'count'], fill, groupBy }, 1_000_000, undefined, NO_DEADLINE, { series, metrics: await catalogue.metrics(filter) })
         expect(buckets.length).toBeLessThanOrEqual(boundRows({ kind: 'buckets', interval, fill }, series, from, to))
         const latest = await store.latest(filter, 1_000)
         expect(latest.length).toBeLessThanOrEqual(boundRows({ kind: 'latest', limit: 1_000 }, series, from, to))

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { retentionHorizons } from '../../ingest/planner.ts'
-import type { Aggregate, BucketRow, Reading, ReadingsStore } from '../../ingest/stores/interface.ts'
+import type { Aggregate, BucketRow, IntervalName, Reading, ReadingsStore } from '../../ingest/stores/interface.ts'
 import { questdbStore } from '../../ingest/stores/questdb.ts'
 import { loadConfig } from '../../src/config.ts'
 import { dropQuestdbTable, waitFor } from '../helpers.ts'
@@ -73,8 +73,8 @@ async function load(store: ReadingsStore, table: string): Promise<void> {
 /** What the rollups say of the days whose raw readings go: hours and days of them all, minutes of those the minute rollups keep. */
 async function rollupAnswers(store: ReadingsStore): Promise<Record<string, BucketRow[]>> {
   const aggregates: Aggregate[] = ['count', 'avg', 'min', 'max', 'last']
-  const window = (from: number, intervalMs: number) => store.buckets({ accountId, from, to: horizons.raw }, { intervalMs, aggregates }, 100_000)
-  return { hours: await window(FIRST, 3_600_000), days: await window(FIRST, DAY), minutes: await window(horizons['1m'], 60_000) }
+  const window = (from: number, interval: IntervalName) => store.buckets({ accountId, from, to: horizons.raw }, { interval, aggregates, groupBy: 'series' }, 100_000)
+  return { hours: await window(FIRST, '1h'), days: await window(FIRST, '1d'), minutes: await window(horizons['1m'], '1m') }
 }
 const counted = (rows: BucketRow[]) => rows.reduce((sum, r) => sum + r.count!, 0)
 const readingsIn = (from: number, to: number) => data.filter((r) => r.ts >= from && r.ts < to).length
@@ -216,7 +216,7 @@ describe.skipIf(!enabled)('each level expires to its own horizon', () => {
       expect(await partitions(`${table}_1d`)).toEqual(months(cut['1d'], TODAY + DAY).filter((m) => m >= dayName(cut['1d']).slice(0, 7)))
       // The hour rollups still count every reading from their horizon to the raw one.
       await waitFor(() => viewsCaughtUp(table), 30_000, 100)
-      const hours = await store.buckets({ accountId, from: cut['1h'], to: cut.raw }, { intervalMs: 3_600_000, aggregates: ['count'] }, 100_000)
+      const hours = await store.buckets({ accountId, from: cut['1h'], to: cut.raw }, { interval: '1h', aggregates: ['count'], groupBy: 'series' }, 100_000)
       expect(counted(hours)).toBe(hourly.filter((r) => r.ts >= cut['1h'] && r.ts < cut.raw).length)
     }
   })

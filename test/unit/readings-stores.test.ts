@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { bucketPage } from '../../ingest/planner.ts'
-import { NO_DEADLINE, type Aggregate, type Fill, type ReadingsFilter, type ReadingsStore, type Reading, type SeriesPosition } from '../../ingest/stores/interface.ts'
+import { groupKey, NO_DEADLINE, type Aggregate, type Fill, type Grouping, type IntervalName, type ReadingsFilter, type ReadingsStore, type Reading, type SeriesPosition } from '../../ingest/stores/interface.ts'
 import { questdbStore } from '../../ingest/stores/questdb.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import { loadConfig } from '../../src/config.ts'
@@ -40,20 +40,20 @@ function generate(accountId: string, other: string): Reading[] {
 }
 
 /** At least the series of the data set (9): the planner sizes its stretches and series lists by it. */
-const SERIES_BOUND = 20
+const SCOPE = { series: 20, metrics: ['humidity', 'temperature'] }
 
 const round = (rows: object[]) => JSON.parse(JSON.stringify(rows, (_, v) => (typeof v === 'number' && !Number.isInteger(v) ? Number(v.toPrecision(10)) : v)))
 
 /** Every row of a query, page by page, each page resuming after the last row of the one before. */
-async function pages(store: ReadingsStore, filter: ReadingsFilter, limit: number, interval?: number, aggregates: Aggregate[] = ['avg'], fill: Fill = 'none') {
+async function pages(store: ReadingsStore, filter: ReadingsFilter, limit: number, interval?: IntervalName, aggregates: Aggregate[] = ['avg'], fill: Fill = 'none', groupBy: Grouping = 'series') {
   const all: object[] = []
   let after: SeriesPosition | undefined
   for (;;) {
-    const rows = interval ? await bucketPage(store, filter, { intervalMs: interval, aggregates, fill }, limit, after, NO_DEADLINE, SERIES_BOUND) : await store.raw(filter, limit, after)
+    const rows = interval ? await bucketPage(store, filter, { interval, aggregates, fill, groupBy }, limit, after, NO_DEADLINE, SCOPE) : await store.raw(filter, limit, after)
     all.push(...rows)
     if (rows.length < limit) return all
     const last = rows[rows.length - 1]!
-    after = [last.ts, last.device_id, last.channel]
+    after = [last.ts, ...groupKey(last, interval ? groupBy : 'series')]
   }
 }
 
@@ -65,8 +65,8 @@ describe('paging buckets (SQL store, always run)', () => {
       const data = generate('acct_a', 'acct_b')
       for (let i = 0; i < data.length; i += 1000) await store.write(data.slice(i, i + 1000))
       const filter = { accountId: 'acct_a', from: Date.UTC(2026, 10, 20, 6, 7, 0), to: Date.UTC(2026, 10, 20, 13, 0, 0) }
-      for (const interval of [60_000, 900_000, 3_600_000]) {
-        const whole = await bucketPage(store, filter, { intervalMs: interval, aggregates: ['avg', 'count'], fill: 'none' }, 100_000, undefined, NO_DEADLINE, SERIES_BOUND)
+      for (const interval of ['1m', '15m', '1h'] as const) {
+        const whole = await bucketPage(store, filter, { interval, aggregates: ['avg', 'count'], fill: 'none', groupBy: 'series' }, 100_000, undefined, NO_DEADLINE, SCOPE)
         expect(whole.length).toBeGreaterThan(10)
         expect({ interval, rows: round(await pages(store, filter, 40, interval, ['avg', 'count'])) }).toEqual({ interval, rows: round(whole) })
       }
@@ -116,7 +116,7 @@ describe.skipIf(!enabled)('SQL store and QuestDB answer alike', () => {
   })
 
   test('buckets for every interval and aggregate, paged', async () => {
-    for (const interval of [60_000, 900_000, 3_600_000, 86_400_000]) {
+    for (const interval of ['1m', '15m', '1h', '1d', '1w', '1mo'] as const) {
       for (const [name, f] of filters.slice(0, 4)) {
         const filter = { accountId, ...window, ...f }
         const aggregates: Aggregate[] = ['avg', 'min', 'max', 'last', 'count']
@@ -129,7 +129,7 @@ describe.skipIf(!enabled)('SQL store and QuestDB answer alike', () => {
   test('filled buckets (null and previous) for every interval, over gaps inside and around the data, paged', async () => {
     // The window is a whole day around six hours of data: leading and trailing gaps, and dev_a/t1's silence inside.
     for (const fill of ['null', 'previous'] as const) {
-      for (const interval of [60_000, 900_000, 3_600_000]) {
+      for (const interval of ['1m', '15m', '1h'] as const) {
         for (const [name, f] of [...filters.slice(0, 3), filters[5]!]) {
           const filter = { accountId, ...window, ...f }
           const aggregates: Aggregate[] = ['count', 'avg', 'min', 'max', 'last']
@@ -141,13 +141,27 @@ describe.skipIf(!enabled)('SQL store and QuestDB answer alike', () => {
     }
   })
 
+  test('buckets grouped by metric, plain and filled, paged', async () => {
+    for (const fill of ['none', 'previous'] as const) {
+      for (const interval of ['1m', '1h', '1w', '1mo'] as const) {
+        for (const [name, f] of filters.slice(0, 5)) {
+          const filter = { accountId, ...window, ...f }
+          const aggregates: Aggregate[] = ['count', 'avg', 'min', 'max', 'last']
+          const ours = round(await pages(sql, filter, 37, interval, aggregates, fill, 'metric'))
+          expect(ours.length).toBeGreaterThan(0)
+          expect({ fill, name, interval, rows: round(await pages(quest, filter, 37, interval, aggregates, fill, 'metric')) }).toEqual({ fill, name, interval, rows: ours })
+        }
+      }
+    }
+  })
+
   test('skipping rows (where a CSV file ends) picks the same rows in both stores', async () => {
     const filter = { accountId, ...window }
     const after: SeriesPosition = [Date.UTC(2026, 10, 20, 7, 0, 0), 'dev_a', 'h1']
     for (const skip of [0, 1, 499, 5000]) {
       expect(round(await quest.raw(filter, 2, after, skip))).toEqual(round(await sql.raw(filter, 2, after, skip)))
       for (const fill of ['none', 'null', 'previous'] as const) {
-        const spec = { intervalMs: 60_000, aggregates: ['count', 'last'] as Aggregate[], fill }
+        const spec = { interval: '1m' as const, aggregates: ['count', 'last'] as Aggregate[], fill, groupBy: 'series' as const }
         expect({ skip, fill, rows: round(await quest.buckets(filter, spec, 2, after, skip)) }).toEqual({ skip, fill, rows: round(await sql.buckets(filter, spec, 2, after, skip)) })
       }
     }

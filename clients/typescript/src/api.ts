@@ -536,18 +536,19 @@ export interface paths {
          * Query sensor readings
          * @description Raw readings in time order (default: the last 24 hours); with `interval` and `agg` one row per bucket per series (`fill` adds the empty buckets); with `latest=true` the newest reading per series. As JSON, `limit` 1–10000 (default 1000). As CSV (`format=csv` or `Accept: text/csv`): RFC 4180 CSV (`text/csv; charset=utf-8; header=present`), streamed: a header line, then one line per row, each ended by CRLF.
          *     Columns: `ts,device_id,channel,metric,environment_id,value` for raw readings; with `interval`, `ts,device_id,channel,metric,environment_id`
-         *     followed by the requested aggregates in the order of `agg` (`ts` is the bucket start). `ts` is RFC 3339 UTC with milliseconds; numbers
+         *     followed by the requested aggregates in the order of `agg` (`ts` is the bucket start); with `group_by=metric`, `ts,metric,environment_id` then the aggregates. `ts` is RFC 3339 UTC with milliseconds; numbers
          *     are plain decimals that read back to the same double (e.g. `21.5`, `-0.25`, `1e-7`); an empty field is null (an unmapped channel's
          *     metric, an empty bucket's aggregate). A field holding a comma, a double quote, CR or LF is enclosed in double quotes with inner quotes
          *     doubled; nothing else is quoted and nothing is escaped against spreadsheet formulas (values are data, sent as stored).
          *     One response is one file of at most `limit` rows. When more rows follow, the response carries `Link: <…>; rel="next"` (RFC 8288; the
          *     same request with the `cursor` for the next file) and `Next-Cursor`; without them this file is the last. A file of buckets ends at a bucket
-         *     boundary (the series in scope × whole buckets fit in `limit`), so it may hold fewer rows than `limit`, even none, while more follow. A cursor fixes the window, so
+         *     boundary (the series, or metrics, in scope × whole buckets fit in `limit`), so it may hold fewer rows than `limit`, even none, while more follow. A cursor fixes the window, so
          *     files follow on without gaps or repeats. A stream that breaks off (the store failed mid-file) ends without the chunked terminator, so the
          *     client sees a transfer error rather than a short file. Errors are problem+json whatever the format.
          *
          *     **What a query may cost** is known before it runs. A query with `interval` covers the series the filter matches
-         *     (device and channel, under each metric and environment they were stored with) times the buckets of the window; at most
+         *     (device and channel, under each metric and environment they were stored with; grouped by metric as well, since those are what it
+         *     aggregates) times the buckets of the window (weeks and months counted as the calendar has them); at most
          *     1,000,000 rows (operator setting `READINGS_MAX_BUCKETS`), whatever the page size. Over it the answer is 422
          *     `query_too_expensive` at once, with `max_rows`, `rows`, `series`, `buckets`, `suggested_interval` (the finest interval that fits) and
          *     `max_window_seconds` (the longest window that fits at this interval). Each store query then runs for at most
@@ -1923,7 +1924,7 @@ export interface components {
                 [key: string]: "ok" | "down";
             };
         };
-        /** @description A reading, or with `interval` one bucket of a series (its `ts` is the bucket start) carrying the requested aggregates; an aggregate an empty bucket lacks is left out. */
+        /** @description A reading, or with `interval` one bucket of a series (or with `group_by=metric` of a metric; its `ts` is the bucket start) carrying the requested aggregates; an aggregate an empty bucket lacks is left out. */
         ReadingRow: {
             /**
              * Format: date-time
@@ -1931,12 +1932,19 @@ export interface components {
              * @example 2026-11-21T10:00:00.000Z
              */
             ts: string;
-            /** @example dev_01jd8x3m5v6w7y8z9a0b1c2d3e */
-            device_id: string;
-            channel: string;
+            /**
+             * @description Absent in rows grouped by metric (`group_by=metric`).
+             * @example dev_01jd8x3m5v6w7y8z9a0b1c2d3e
+             */
+            device_id?: string;
+            /** @description Absent in rows grouped by metric (`group_by=metric`). */
+            channel?: string;
             /** @description Mapped at ingest; null for an unmapped channel. */
             metric: string | null;
-            /** @example env_01jd8x3m5v6w7y8z9a0b1c2d3e */
+            /**
+             * @description In rows grouped by metric, the `environment_id` filter (null without one: the whole account).
+             * @example env_01jd8x3m5v6w7y8z9a0b1c2d3e
+             */
             environment_id: string | null;
             /** @description Raw and latest rows. */
             value?: number;
@@ -3733,8 +3741,19 @@ export interface operations {
                 from?: string;
                 /** @description Exclusive; default now. */
                 to?: string;
-                /** @description Bucket width: one row per bucket per series (device, channel), aligned to UTC. */
-                interval?: "1m" | "5m" | "15m" | "30m" | "1h" | "6h" | "12h" | "1d";
+                /** @description Bucket width: one row per bucket per series (device, channel), or per metric with `group_by=metric`. Buckets are in UTC: `1m` to `1d` aligned to the epoch (midnight UTC for `1d`), `1w` ISO weeks starting Monday 00:00 UTC, `1mo` calendar months starting on the 1st at 00:00 UTC. A row's `ts` is its bucket's start. */
+                interval?: "1m" | "5m" | "15m" | "30m" | "1h" | "6h" | "12h" | "1d" | "1w" | "1mo";
+                /**
+                 * @description With `interval`: what a row aggregates. `series` (default): one device channel, as stored. `metric`: every series of
+                 *     a metric in scope, one row per metric per bucket: within an environment with `environment_id`, otherwise across the whole account (every
+                 *     environment, and channels mapped to a metric without one); the other filters narrow the series aggregated. Channels without a metric are left out.
+                 *     A grouped row has no `device_id` or `channel`; its `environment_id` is the filter's (null without one); CSV columns are
+                 *     `ts,metric,environment_id` then the aggregates. Aggregates are over the readings themselves, never averages of averages: `avg` is their sum
+                 *     ÷ their count, `min`, `max` and `count` are over every reading of every series in the bucket, and `last` is the value read latest
+                 *     (the greatest of them when several series have a reading at that same instant). A series is counted under the metric it had when each reading
+                 *     was stored. `fill` gives every bucket to every metric with a reading in the window. Rows are ordered by bucket, then metric.
+                 */
+                group_by?: "series" | "metric";
                 /** @description With `interval`: comma-separated aggregates (default avg). */
                 agg?: string;
                 /** @description With `interval`: `none` (default) lists only buckets holding readings; `null` and `previous` list every bucket of the window for every series with a reading in the window, so gaps show. An empty bucket has `count` 0 and its other aggregates absent (`null`) or carried from the series' latest earlier bucket in the window (`previous`; absent before its first reading); its `metric` and `environment_id` are those of that earlier bucket. */
