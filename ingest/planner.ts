@@ -3,7 +3,7 @@
 // there and then, with a way to fit under it.
 import { ApiError } from '../src/http/errors.ts'
 import type { ReadingsQueryLimits, ReadingsRetention } from '../src/config.ts'
-import { compareKeys, groupKey, type AggregationSpec, type BucketPosition, type BucketRow, type BucketSpec, type Fill, type GroupKey, type Grouping, type IntervalName, type ReadingsFilter, type ReadingsStore, type RetentionHorizons, type RollupLevel } from './stores/interface.ts'
+import { compareKeys, groupKey, type AggregationSpec, type BucketPosition, type BucketRow, type BucketSpec, type Fill, type GroupKey, type Grouping, type IntervalName, type RawRow, type ReadingsFilter, type ReadingsStore, type RetentionHorizons, type RollupLevel, type SeriesPosition } from './stores/interface.ts'
 
 const DAY_MS = 86_400_000
 const WEEK_MS = 7 * DAY_MS
@@ -183,6 +183,45 @@ export interface CatalogueScope {
 
 /** The most rows a bucket can have: one per series, or one per metric. */
 export const rowsPerBucket = (scope: CatalogueScope, groupBy: Grouping) => Math.max(1, groupBy === 'metric' ? scope.metrics.length : scope.series)
+
+/** A raw page's first stretch: as if each series had a reading a second, at least a minute. */
+const rawStretchMs = (rows: number, series: number) => Math.max(60_000, Math.ceil(rows / Math.max(1, series)) * 1000)
+
+/**
+ * One page of raw readings, read stretch by stretch from where it starts, each stretch wider than the last: the store
+ * orders only the readings of a stretch by time (a store keyed by series and time cannot hand them over in time order
+ * across series without sorting them), so a page costs about its own rows wherever it lies in a window of years.
+ * With `skip` (a CSV file finding where it ends), the stretch is first widened until it holds the skipped rows and
+ * the page, probed by asking for its last row.
+ *
+ * `series` is the catalogue's count of series the filter matches.
+ */
+export async function rawPage(store: ReadingsStore, filter: ReadingsFilter, limit: number, after: SeriesPosition | undefined, skip: number, signal: AbortSignal, series: number): Promise<RawRow[]> {
+  if (limit <= 0 || filter.from >= filter.to) return []
+  const start = Math.max(filter.from, after ? after[0] : filter.from)
+  let span = rawStretchMs(skip + limit, series)
+  if (skip > 0) {
+    let to = Math.min(filter.to, start + span)
+    while (to < filter.to && !(await store.raw({ ...filter, from: start, to }, 1, after, skip + limit - 1, signal)).length) {
+      span *= 2
+      to = Math.min(filter.to, start + span)
+    }
+    return store.raw({ ...filter, from: start, to }, limit, after, skip, signal)
+  }
+  const rows: RawRow[] = []
+  let from = start
+  while (rows.length < limit && from < filter.to) {
+    const to = Math.min(filter.to, from + span)
+    // Only the first stretch holds readings at or before `after`.
+    const got = await store.raw({ ...filter, from, to }, limit - rows.length, from === start ? after : undefined, 0, signal)
+    rows.push(...got)
+    from = to
+    // Sparse readings widen the next stretch faster (an empty day of a year-long window costs a few round trips,
+    // not twenty), dense ones by half again what they lacked.
+    span *= Math.min(16, Math.max(2, got.length ? (limit - rows.length) / got.length : 16))
+  }
+  return rows
+}
 
 /**
  * One page of buckets, computed from its own stretch of the window: a page costs about as much as its rows, wherever

@@ -12,9 +12,9 @@ import { Instant, nullable, oneOf } from '../src/records/fields.ts'
 import { ReadCancelled } from '../db/client.ts'
 import { READINGS_QUERY_DEFAULTS, READINGS_RETENTION_DEFAULTS, type ReadingsQueryLimits, type ReadingsRetention } from '../src/config.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
-import { bucketOf, bucketPage, bucketsAfter, checkRetention, INTERVALS, planCost, rowsPerBucket, type CatalogueScope, type ReadingsShape } from './planner.ts'
+import { bucketOf, bucketPage, bucketsAfter, checkRetention, INTERVALS, planCost, rawPage, rowsPerBucket, type CatalogueScope, type ReadingsShape } from './planner.ts'
 import type { SeriesCatalogue } from './series.ts'
-import { AGGREGATES, FILLS, GROUPINGS, groupKey, type Aggregate, type BucketPosition, type BucketRow, type BucketSpec, type Grouping, type ReadingsFilter, type ReadingsStore } from './stores/interface.ts'
+import { AGGREGATES, FILLS, GROUPINGS, groupKey, type Aggregate, type BucketPosition, type BucketRow, type BucketSpec, type Grouping, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
 const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
 const JSON_LIMIT = { default: 1000, max: 10_000 }
 const CSV_LIMIT = { default: 100_000, max: 1_000_000 }
@@ -222,13 +222,13 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       // The cost is known before anything runs in the store: refused here when over the limits (ingest/planner.ts).
       const shape: ReadingsShape = query.latest ? { kind: 'latest', limit: rowLimit } : query.interval ? { kind: 'buckets', interval: query.interval, fill: query.fill ?? 'none' } : { kind: 'raw', limit: rowLimit }
       // A query grouped by metric costs what the series it aggregates cost, though it answers a row per metric.
-      const series = shape.kind === 'raw' ? 0 : await deps.series.count(filter)
+      const series = await deps.series.count(filter)
       const catalogue: CatalogueScope = { series, metrics: spec?.groupBy === 'metric' ? await deps.series.metrics(filter) : [] }
       const { heavy } = planCost(shape, series, from, to, deps.config.readingsQueries)
       checkRetention(shape, from, to, store.rollupLevels, deps.config.readingsRetention, Date.now())
       const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false) => underDeadline(deps, request, accountId, heavy, waitForSlot, work)
       const fetchRows = (count: number, after?: BucketPosition, skip?: number, waitForSlot = false): Promise<Row[]> =>
-        read<Row[]>(async (signal) => (spec ? (await bucketPage(store, filter, spec, count + (skip ?? 0), after, signal, catalogue)).slice(skip ?? 0) : store.raw(filter, count, after, skip, signal)), waitForSlot)
+        read<Row[]>(async (signal) => (spec ? (await bucketPage(store, filter, spec, count + (skip ?? 0), after, signal, catalogue)).slice(skip ?? 0) : rawPage(store, filter, count, after as SeriesPosition | undefined, skip ?? 0, signal, series)), waitForSlot)
       const encodePosition = (p: BucketPosition) => deps.cursors.encode(scope, [...window, ...p])
 
       if (query.latest) {
@@ -254,7 +254,9 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
         // More rows follow if a reading lies past the file's end (without a fill), or (with one) if any series has a
         // reading in the window: then every bucket has rows. (Grouped by metric, that reading may be an unmapped
         // channel's, and the next file then holds no rows: the description allows a file none.)
-        const more = fileEnd < to && (await read((signal) => (spec.fill === 'none' ? store.raw({ ...filter, from: fileEnd }, 1, undefined, 0, signal) : store.latest(filter, 1, undefined, signal)))).length > 0
+        // Either way one row of the latest readings answers it (the store keeps them per series): a raw page from the
+        // file's end would have the store order every reading after it by time.
+        const more = fileEnd < to && (await read((signal) => store.latest(spec.fill === 'none' ? { ...filter, from: fileEnd } : filter, 1, undefined, signal))).length > 0
         if (more) next = [fileEnd, '', '']
         placeOf = (row) => (row.ts >= fileEnd ? 'past' : 'in')
       } else {

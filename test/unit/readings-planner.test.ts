@@ -5,11 +5,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import postgres from 'postgres'
-import { bucketOf, bucketPage, bucketsAfter, bucketsIn, INTERVALS, planCost, type CatalogueScope } from '../../ingest/planner.ts'
+import { bucketOf, bucketPage, bucketsAfter, bucketsIn, INTERVALS, planCost, rawPage, type CatalogueScope } from '../../ingest/planner.ts'
 import { SeriesCatalogue } from '../../ingest/series.ts'
 import { questdbStore } from '../../ingest/stores/questdb.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
-import { AGGREGATES, groupKey, NO_DEADLINE, type Aggregate, type BucketPosition, type BucketRow, type BucketSpec, type Fill, type Grouping, type IntervalName, type Reading, type ReadingsFilter, type ReadingsStore } from '../../ingest/stores/interface.ts'
+import { AGGREGATES, groupKey, NO_DEADLINE, type Aggregate, type BucketPosition, type BucketRow, type BucketSpec, type Fill, type Grouping, type IntervalName, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from '../../ingest/stores/interface.ts'
 import { loadConfig } from '../../src/config.ts'
 import { dropQuestdbTable, createTestEnv, waitFor, type TestEnv } from '../helpers.ts'
 
@@ -102,6 +102,30 @@ async function walk(store: ReadingsStore, filter: ReadingsFilter, spec: BucketSp
   throw new Error('walk did not end')
 }
 
+/** The raw readings a filter selects, in the API's order: time, then device and channel bytewise. */
+function rawReference(readings: readonly Reading[], filter: ReadingsFilter): RawRow[] {
+  const bytewise = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+  return readings.filter((r) => r.accountId === filter.accountId && r.ts >= filter.from && r.ts < filter.to
+    && (filter.deviceId === undefined || r.deviceId === filter.deviceId) && (filter.channel === undefined || r.channel === filter.channel)
+    && (filter.metric === undefined || r.metric === filter.metric) && (filter.environmentId === undefined || r.environmentId === filter.environmentId))
+    .sort((a, b) => a.ts - b.ts || bytewise(a.deviceId, b.deviceId) || bytewise(a.channel, b.channel))
+    .map((r) => ({ ts: r.ts, device_id: r.deviceId, channel: r.channel, metric: r.metric, environment_id: r.environmentId, value: r.value }))
+}
+
+/** Every raw page of a filter, each read stretch by stretch (rawPage), `limit` rows at a time. */
+async function rawWalk(store: ReadingsStore, filter: ReadingsFilter, limit: number, series: number): Promise<RawRow[]> {
+  const all: RawRow[] = []
+  let after: SeriesPosition | undefined
+  for (let page = 0; page < 10_000; page++) {
+    const rows = await rawPage(store, filter, limit, after, 0, NO_DEADLINE, series)
+    all.push(...rows)
+    if (rows.length < limit) return all
+    const last = rows[rows.length - 1]!
+    after = [last.ts, last.device_id, last.channel]
+  }
+  throw new Error('walk did not end')
+}
+
 /** Floats compared to 9 significant digits (avg is a sum divided in another order); absent stays absent. */
 const rounded = (rows: BucketRow[]) => rows.map((row) => Object.fromEntries(Object.entries(row)
   .map(([k, v]) => [k, typeof v === 'number' && !Number.isInteger(v) ? Number(v.toPrecision(9)) : v ?? null])))
@@ -189,6 +213,11 @@ function property(scale: Scale, store: () => ReadingsStore, catalogue: () => Ser
     // What the route asks of the catalogue (ingest/query.ts): the series the filter matches and their metrics.
     const scope: CatalogueScope = { series: await catalogue().count(filter), metrics: await catalogue().metrics(filter) }
     expect(rounded(await walk(store(), filter, spec, q.limit, scope))).toEqual(rounded(expected))
+    // Raw pages, read stretch by stretch, are the raw readings in order; a CSV file's end (skipping rows) too.
+    const raw = rawReference(readings, filter)
+    expect(await rawWalk(store(), filter, q.limit, scope.series)).toEqual(raw)
+    const skip = Math.min(raw.length, q.limit)
+    expect(await rawPage(store(), filter, 2, undefined, skip, NO_DEADLINE, scope.series)).toEqual(raw.slice(skip, skip + 2))
   })
 }
 
