@@ -59,6 +59,23 @@ export async function waitForCount(table: string, expected: number, timeoutMs = 
   return { count: n, waitedMs: Date.now() - started }
 }
 
+/**
+ * Waits until the table's rollup views (8.3.1 on) have caught up with it: the planner reads a level only then, so a
+ * query right after a bulk load measures the raw table instead. Resolves at once where there are none (7.4).
+ */
+export async function waitForViews(table: string, timeoutMs = 600_000): Promise<{ views: number; waitedMs: number }> {
+  const started = Date.now()
+  for (;;) {
+    // QuestDB 7.4 has no materialized_views(): an error there means no views.
+    const r = await exec(`select view_status, refresh_base_table_txn, base_table_txn from materialized_views() where base_table_name like '${table}%'`).catch(() => ({ error: 'no views', dataset: [] }))
+    const rows = r.error ? [] : (r.dataset ?? []) as unknown[][]
+    if (!rows.length || rows.every(([status, refreshed, base]) => status === 'valid' && Number(refreshed) === Number(base)) || Date.now() - started > timeoutMs) {
+      return { views: rows.length, waitedMs: Date.now() - started }
+    }
+    await Bun.sleep(200)
+  }
+}
+
 export const SENDER = join(ROOT, 'bench', 'baselines', 'questdb-sender.ts')
 export const RAW_ILP = join(ROOT, 'bench', 'baselines', 'questdb-raw-ilp.ts')
 const suffix = () => `${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`
