@@ -3,7 +3,8 @@
 // QuestDB answers) on QuestDB, in one run. A's readings: 30 days of one-minute readings on 4 channels, loaded
 // straight into the store and registered in the series catalogue. Also: how long a query over the limit takes to
 // be refused (the issue's request from 1970 at 1m with fill=null).
-import postgres from 'postgres'
+import { openPostgres } from '../../db/client.ts'
+import { SeriesCatalogue } from '../../ingest/series.ts'
 import { loadConfig } from '../../src/config.ts'
 import { newId } from '../../src/ids.ts'
 import { peakRssMiB } from '../lib/processes.ts'
@@ -90,12 +91,10 @@ async function onStore(ctx: ScenarioContext, store: 'sql' | 'questdb'): Promise<
       } else {
         await storeReadings(database.url, series)
       }
-      // Loaded beside the API: register A's series as ingest would have.
-      const records = postgres(database.url, { max: 1, onnotice: () => {} })
-      for (let c = 0; c < CHANNELS; c++) {
-        await records.unsafe('insert into reading_series (account_id, device_id, channel, metric, environment_id) values ($1, $2, $3, $4, $5) on conflict do nothing', [accountId, series.deviceId, `c${c}`, metricOf(c), series.environmentId])
-      }
-      await records.end()
+      // Loaded beside the API: register A's series as ingest would have (the SQL store's write already did).
+      const records = await openPostgres(database.url)
+      await new SeriesCatalogue(records).idsOf(Array.from({ length: CHANNELS }, (_, c) => ({ accountId, deviceId: series.deviceId, channel: `c${c}`, metric: metricOf(c), environmentId: series.environmentId, ts: 0, value: 0 })))
+      await records.close()
       // B: another account with a device of its own.
       const b = await accountAndToken(serverEnv(database, env))
       const [device] = await createDevices(api.baseUrl, b.token, 1, CHANNELS)
