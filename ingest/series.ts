@@ -13,7 +13,7 @@ export interface SeriesRow { id: number; device_id: string; channel: string; met
 interface Known { accountId: string; metric: string | null; environmentId: string | null; id: number; channelId: number }
 
 /** Per reading, in order: its series' id and its channel's (reading_channels.id: what readings are unique on). */
-export interface SeriesIds { series: Int32Array; channels: Int32Array }
+export interface SeriesIds { series: number[]; channels: number[] }
 
 /** Series cached per device and channel, past which a cache starts over (bounds memory, as the ILP prefixes do). */
 const MAX_DEVICES = 100_000
@@ -26,7 +26,8 @@ export class SeriesCatalogue {
 
   /** The series and channel ids of each reading, in order; series not seen before are registered at once. */
   async idsOf(readings: readonly Reading[]): Promise<SeriesIds> {
-    const ids: SeriesIds = { series: new Int32Array(readings.length), channels: new Int32Array(readings.length) }
+    // Plain arrays, as the SQL store binds them (int4[]): no copy per batch.
+    const ids: SeriesIds = { series: new Array<number>(readings.length), channels: new Array<number>(readings.length) }
     let missing: Reading[] | undefined
     for (let i = 0; i < readings.length; i++) {
       const hit = this.cached(readings[i]!)

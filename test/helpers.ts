@@ -103,6 +103,37 @@ export async function dropQuestdbTable(admin: { unsafe(query: string): Promise<u
   await admin.unsafe(`drop table if exists ${table}`).catch(() => {})
 }
 
+export interface ReadingsStoreRun {
+  name: 'SQL store' | 'QuestDB'
+  /** Config for createTestEnv: nothing for the SQL store; QuestDB's address and a table of the test's own. */
+  overrides: Partial<Config>
+  /** Drops the QuestDB table (and its rollup views) after the run; nothing for the SQL store. */
+  drop(): Promise<void>
+}
+
+/**
+ * The readings stores an HTTP test runs against: the SQL store always, QuestDB too when QUESTDB_ILP and
+ * QUESTDB_PG_URL point at a server (in a table named after `label`); says so on the console when QuestDB is skipped.
+ */
+export function readingsStores(label: string): ReadingsStoreRun[] {
+  const ilp = process.env.QUESTDB_ILP || undefined
+  const pgUrl = process.env.QUESTDB_PG_URL || undefined
+  const runs: ReadingsStoreRun[] = [{ name: 'SQL store', overrides: {}, drop: async () => {} }]
+  if (!ilp || !pgUrl) {
+    console.log(`${label}.test: QuestDB runs skipped: set QUESTDB_ILP and QUESTDB_PG_URL to run them against a QuestDB server`)
+    return runs
+  }
+  const table = `hrs_test_${label.replace(/\W/g, '_')}_${suffix()}`
+  runs.push({
+    name: 'QuestDB', overrides: { questdbIlp: ilp, questdbPgUrl: pgUrl, questdbTable: table },
+    async drop() {
+      const admin = postgres(pgUrl, { max: 1, prepare: false, onnotice: () => {} })
+      try { await dropQuestdbTable(admin, table) } finally { await admin.end() }
+    },
+  })
+  return runs
+}
+
 /** Asserts a problem+json response and returns its body. */
 export async function problem(response: Response, status: number, code: string): Promise<Record<string, any>> {
   const text = await response.text()

@@ -4,12 +4,10 @@
 // Readings stored before the compact layout are moved here from sensor_readings_legacy in batches.
 // Every step is safe when several processes run it at once: DDL under one advisory lock, moves row-locked.
 import type { Database } from '../../db/client.ts'
+import { bucketOf, bucketsAfter } from '../planner.ts'
 import type { RetentionHorizons, RollupLevel } from './interface.ts'
 
-const DAY_MS = 86_400_000
-const WEEK_MS = 7 * DAY_MS
-/** 1970-01-05, the first Monday after the epoch: weeks start on Mondays, as ISO weeks and date_trunc('week') do. */
-const FIRST_MONDAY = 4 * DAY_MS
+const WEEK_MS = 7 * 86_400_000
 
 type Grid = 'week' | 'year'
 interface Partitioned { table: string; level: RollupLevel | 'raw'; grid: Grid; fillfactor: number }
@@ -27,10 +25,8 @@ export const PARTITIONED: readonly Partitioned[] = [
 
 /** The start of the grid cell holding `ms`, and the start of the next. */
 export function cellOf(grid: Grid, ms: number): [from: number, to: number] {
-  if (grid === 'week') {
-    const from = Math.floor((ms - FIRST_MONDAY) / WEEK_MS) * WEEK_MS + FIRST_MONDAY
-    return [from, from + WEEK_MS]
-  }
+  // Weeks are the planner's ISO weeks (Monday 00:00 UTC), as date_trunc('week') in migration 0007.
+  if (grid === 'week') return [bucketOf('1w', ms), bucketsAfter('1w', ms, 1)]
   const year = new Date(ms).getUTCFullYear()
   return [Date.UTC(year, 0, 1), Date.UTC(year + 1, 0, 1)]
 }

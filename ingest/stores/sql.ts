@@ -197,7 +197,7 @@ export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_REA
         const r = readings[i]!
         ts[i] = r.ts; values[i] = r.value
       }
-      await insertBatch([Array.from(ids.channels), Array.from(ids.series), ts, values])
+      await insertBatch([ids.channels, ids.series, ts, values])
     },
     async raw(filter, limit, after?: SeriesPosition, skip = 0, signal = NO_DEADLINE) {
       const params: unknown[] = []

@@ -1,18 +1,10 @@
 // GET /environment/readings as CSV files and with filled buckets, over a real server, on the SQL store and (when
 // QUESTDB_ILP and QUESTDB_PG_URL point at a server) on QuestDB: the same requests must give the same files.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import postgres from 'postgres'
 import type { Reading } from '../../ingest/stores/interface.ts'
-import { dropQuestdbTable, createTestEnv, problem, waitFor, type TestEnv } from '../helpers.ts'
+import { createTestEnv, problem, readingsStores, waitFor, type TestEnv } from '../helpers.ts'
 
-const QUESTDB_ILP = process.env.QUESTDB_ILP || undefined
-const QUESTDB_PG_URL = process.env.QUESTDB_PG_URL || undefined
-const questTable = `hrs_test_export_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
-const stores = [
-  { name: 'SQL store', overrides: {} },
-  ...(QUESTDB_ILP && QUESTDB_PG_URL ? [{ name: 'QuestDB', overrides: { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: questTable } }] : []),
-]
-if (stores.length === 1) console.log('readings-export.test: QuestDB runs skipped: set QUESTDB_ILP and QUESTDB_PG_URL to run them against a QuestDB server')
+const stores = readingsStores('readings-export')
 
 const H = 3_600_000
 const BASE = Date.UTC(2026, 10, 20, 9, 0, 0)
@@ -51,7 +43,7 @@ function parseCsv(text: string): string[][] {
   return records
 }
 
-for (const { name, overrides } of stores) {
+for (const { name, overrides, drop } of stores) {
   describe(`CSV export and filled buckets (${name})`, () => {
     let env: TestEnv
     let owner: { accountId: string; token: string }
@@ -82,11 +74,7 @@ for (const { name, overrides } of stores) {
     })
     afterAll(async () => {
       await env?.close()
-      if (env?.deps.readings.kind === 'questdb') {
-        const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
-        await dropQuestdbTable(admin, questTable)
-        await admin.end()
-      }
+      await drop()
     })
 
     const get = (query: string, token = owner.token, headers: Record<string, string> = {}) =>

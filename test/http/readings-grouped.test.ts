@@ -3,18 +3,10 @@
 // parameters are validated, grouped rows aggregate readings (never averages of averages), page and export like any
 // other rows, and never take in another account's series.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import postgres from 'postgres'
 import type { Reading } from '../../ingest/stores/interface.ts'
-import { dropQuestdbTable, createTestEnv, problem, waitFor, type TestEnv } from '../helpers.ts'
+import { createTestEnv, problem, readingsStores, waitFor, type TestEnv } from '../helpers.ts'
 
-const QUESTDB_ILP = process.env.QUESTDB_ILP || undefined
-const QUESTDB_PG_URL = process.env.QUESTDB_PG_URL || undefined
-const questTable = `hrs_test_grouped_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
-const stores = [
-  { name: 'SQL store', overrides: {} },
-  ...(QUESTDB_ILP && QUESTDB_PG_URL ? [{ name: 'QuestDB', overrides: { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: questTable } }] : []),
-]
-if (stores.length === 1) console.log('readings-grouped.test: QuestDB runs skipped: set QUESTDB_ILP and QUESTDB_PG_URL to run them against a QuestDB server')
+const stores = readingsStores('readings-grouped')
 
 const H = 3_600_000
 const M = 60_000
@@ -27,7 +19,7 @@ const WINDOW = `from=${iso(BASE)}&to=${iso(BASE + 50 * D)}`
 /** RFC 4180 records of a CSV text without quoted fields (these readings need none). */
 const records = (text: string) => text.split('\r\n').slice(0, -1).map((line) => line.split(','))
 
-for (const { name, overrides } of stores) {
+for (const { name, overrides, drop } of stores) {
   describe(`readings grouped by metric, and by week and month (${name})`, () => {
     let env: TestEnv
     let owner: { accountId: string; token: string }
@@ -66,11 +58,7 @@ for (const { name, overrides } of stores) {
     })
     afterAll(async () => {
       await env?.close()
-      if (env?.deps.readings.kind === 'questdb') {
-        const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
-        await dropQuestdbTable(admin, questTable)
-        await admin.end()
-      }
+      await drop()
     })
 
     const get = (query: string, token = owner.token) => env.request('GET', `/api/v1/environment/readings?${query}`, { token })
