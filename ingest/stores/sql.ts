@@ -5,7 +5,7 @@ import type { Database, ReaderOptions } from '../../db/client.ts'
 import { INTERVALS, rollupPieces, ROLLUP_LEVELS, type Piece } from '../planner.ts'
 import { SeriesCatalogue, seriesWhere } from '../series.ts'
 import { dropExpired, ensurePartitions, finishLegacy, hasLegacy, moveLegacyBatch, type LegacyPosition } from './sql-layout.ts'
-import { NO_DEADLINE, type Aggregate, type AggregationSpec, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
+import { compareKeys, NO_DEADLINE, type Aggregate, type GroupKey, type AggregationSpec, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
 
 /**
  * The rollups of the readings a statement inserted (`ins`: series_id, ts, value), added to a level's table in that
@@ -63,6 +63,7 @@ const UNIQUE_VIOLATION = '23505'
 const iso = (ms: number) => new Date(ms).toISOString()
 const toMs = (value: unknown) => (value instanceof Date ? value.getTime() : new Date(String(value)).getTime())
 const num = (value: unknown) => (value === null || value === undefined ? undefined : Number(value))
+const identityOf = (s: ScopedSeries | undefined) => ({ metric: s?.metric ?? null, environment_id: s?.environment_id ?? null })
 
 /**
  * Device ids and channels order and compare bytewise (COLLATE "C") whatever the database's collation: the planner
@@ -72,21 +73,26 @@ const byte = (column: string) => `${column} collate "C"`
 
 const EPOCH = `timestamptz '1970-01-01 00:00:00+00'`
 
-/** Per-bucket statistics of each series in a piece of the window, from its rollup level or from the raw readings. */
+/**
+ * Per-bucket statistics of each series in a piece of the window, from its rollup level or from the raw readings.
+ * `$1` and `$2` are the ids of the series in scope and of their channels (what the readings are keyed by).
+ */
 function pieceSql(piece: Piece, interval: string, params: unknown[]): string {
   const from = `$${params.push(iso(piece.from))}::timestamptz`
   const to = `$${params.push(iso(piece.to))}::timestamptz`
   if (piece.level !== 'raw') {
     return `select series_id, date_bin(${interval}, bucket, ${EPOCH}) as b, count, sum, min, max, last_ts, last_value
-      from reading_rollups_${piece.level} where series_id in (select id from s) and bucket >= ${from} and bucket < ${to}`
+      from reading_rollups_${piece.level} where series_id = any($1::int4[]) and bucket >= ${from} and bucket < ${to}`
   }
   return `select series_id, date_bin(${interval}, ts, ${EPOCH}) as b, count(*)::int as count, sum(value) as sum, min(value) as min, max(value) as max,
       max(ts) as last_ts, (array_agg(value order by ts desc))[1] as last_value
-    from reading_rows where channel_id in (select channel_id from s) and series_id in (select id from s) and ts >= ${from} and ts < ${to} group by 1, 2`
+    from reading_rows where channel_id = any($2::int4[]) and series_id = any($1::int4[]) and ts >= ${from} and ts < ${to} group by 1, 2`
 }
 
 /** The series a filter matches, as the CTE `s` every read starts from: the account's own, and no other's. */
 const seriesCte = (filter: ReadingsFilter, params: unknown[]) => `select id, channel_id, device_id, channel, metric, environment_id from reading_series where ${seriesWhere(filter, params)}`
+
+interface ScopedSeries { id: number; channel_id: number; device_id: string; channel: string; metric: string | null; environment_id: string | null }
 
 // `last` across series: the value at the latest time, the greatest of them when several series share that time.
 const AGGREGATE_SQL: Record<Aggregate, string> = {
@@ -107,25 +113,52 @@ const BUCKET_OF: Partial<Record<IntervalName, (bin: string) => string>> = {
 }
 
 /**
- * The buckets that hold readings, combined from the pieces the planner picks (rollups where they answer exactly, raw
- * readings at the edges): (bucket, device_id, channel, metric, environment_id, …aggregates), a bucket row being a
- * device's channel whose metric and environment are those of its latest reading in the bucket; or, grouped by
- * metric, (bucket, metric, …aggregates) over the series with a metric (each series counted under the metric it had).
+ * The groups of a bucket listing, numbered in their order: a series' group is its device's channel (several series
+ * when the channel's mapping changed), a metric's its metric (series without one are left out). Numbers rise with
+ * the group key bytewise, so the database orders and groups by an integer and names are attached here.
  */
-function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, params: unknown[]): string {
+function numberGroups(series: readonly ScopedSeries[], groupBy: AggregationSpec['groupBy']) {
+  const keyOf = (s: ScopedSeries): GroupKey => (groupBy === 'metric' ? [s.metric ?? '', ''] : [s.device_id, s.channel])
+  const members = groupBy === 'metric' ? series.filter((s) => s.metric !== null) : [...series]
+  members.sort((a, b) => compareKeys(keyOf(a), keyOf(b)))
+  const keys: GroupKey[] = []
+  /** Each group's first series: the one there is, for most groups. */
+  const firstOf: ScopedSeries[] = []
+  const groupOf: number[] = []
+  for (const s of members) {
+    const key = keyOf(s)
+    const last = keys[keys.length - 1]
+    if (!last || compareKeys(last, key) !== 0) { keys.push(key); firstOf.push(s) }
+    groupOf.push(keys.length)
+  }
+  /** The number of the last group whose key is at or before `key` (0 when none is). */
+  const numberAtOrBefore = (key: GroupKey) => {
+    let n = 0
+    while (n < keys.length && compareKeys(keys[n]!, key) <= 0) n++
+    return n
+  }
+  return { members, groupOf, keys, firstOf, numberAtOrBefore }
+}
+
+/**
+ * The buckets that hold readings, combined from the pieces the planner picks (rollups where they answer exactly, raw
+ * readings at the edges), one row per (bucket, group): the bucket as epoch ms, the group's number (numberGroups) and
+ * the aggregates; with `latestSeries`, also the series whose reading is latest in it (a device's channel whose
+ * mapping changed takes the metric and environment of that series). Everything the database sorts and groups by is
+ * a number, and nothing but numbers comes back.
+ */
+function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, latestSeries: boolean, params: unknown[]): string {
   const interval = `$${params.push(PIECE_BIN[spec.interval] ?? `${INTERVALS[spec.interval]} milliseconds`)}::interval`
-  const byMetric = spec.groupBy === 'metric'
-  const series = `${seriesCte(filter, params)}${byMetric ? ' and metric is not null' : ''}`
   const pieces = rollupPieces(filter.from, filter.to, spec.interval).map((piece) => pieceSql(piece, interval, params))
-  const keys = byMetric ? 'null::text as device_id, null::text as channel, s.metric' : 's.device_id, s.channel'
-  if (!pieces.length) return `select null::timestamptz as bucket, null::text as device_id, null::text as channel, null::text as metric, null::text as environment_id where false`
-  const selected = spec.aggregates.map((a) => `${AGGREGATE_SQL[a]} as "${a}"`).join(', ')
-  const identity = byMetric
-    ? `${keys}, $${params.push(filter.environmentId ?? null)}::text as environment_id`
-    : `${keys}, (array_agg(s.metric order by p.last_ts desc))[1] as metric, (array_agg(s.environment_id order by p.last_ts desc))[1] as environment_id`
-  return `with s as (${series}), p as (${pieces.join('\n    union all ')})
-    select ${BUCKET_OF[spec.interval]?.('p.b') ?? 'p.b'} as bucket, ${identity}, ${selected}
-    from p join s on s.id = p.series_id group by ${byMetric ? '1, s.metric' : '1, s.device_id, s.channel'}`
+  if (!pieces.length) return `select null::float8 as t, null::int as g, null::int as latest where false`
+  const selected = [
+    ...spec.aggregates.map((a) => `${AGGREGATE_SQL[a]} as "${a}"`),
+    // An ordered aggregate sorts within each group: a third of the statement's time on a page of 10,000 rows.
+    ...(latestSeries ? ['(array_agg(p.series_id order by p.last_ts desc))[1] as latest'] : []),
+  ].join(', ')
+  return `with s as (select * from unnest($1::int4[], $2::int4[], $3::int4[]) as s(id, channel_id, g)), p as (${pieces.join('\n    union all ')})
+    select extract(epoch from ${BUCKET_OF[spec.interval]?.('p.b') ?? 'p.b'})::float8 * 1000 as t, s.g, ${selected}
+    from p join s on s.id = p.series_id group by 1, 2`
 }
 
 /** Legacy readings move in batches of this many, for up to this long per maintenance run. */
@@ -210,15 +243,23 @@ export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_REA
       return rows.map((r) => ({ ts: toMs(r.ts), device_id: String(r.device_id), channel: String(r.channel), metric: (r.metric as string | null) ?? null, environment_id: (r.environment_id as string | null) ?? null, value: Number(r.value) }))
     },
     async buckets(filter, spec, limit, after?: BucketPosition, skip = 0, signal = NO_DEADLINE) {
-      const params: unknown[] = []
-      const keys = spec.groupBy === 'metric' ? [byte('metric')] : [byte('device_id'), byte('channel')]
-      let text = `select * from (${bucketsSql(filter, spec, params)}) b`
-      if (after) text += ` where (bucket, ${keys.join(', ')}) > ($${params.push(iso(after[0]))}::timestamptz, ${keys.map((_, i) => `$${params.push(after[i + 1])}`).join(', ')})`
-      text += ` order by bucket, ${keys.join(', ')} limit $${params.push(limit)} offset $${params.push(skip)}`
+      const seriesParams: unknown[] = []
+      const series = await reads.query<ScopedSeries>(seriesCte(filter, seriesParams), seriesParams, signal)
+      const groups = numberGroups(series, spec.groupBy)
+      if (!groups.members.length) return []
+      const params: unknown[] = [groups.members.map((s) => s.id), groups.members.map((s) => s.channel_id), groups.groupOf]
+      // Which series a row's metric and environment come from needs asking only where a group has several.
+      const latestSeries = spec.groupBy === 'series' && groups.keys.length < groups.members.length
+      let text = `select * from (${bucketsSql(filter, spec, latestSeries, params)}) b`
+      if (after) text += ` where (t, g) > ($${params.push(after[0])}::float8, $${params.push(groups.numberAtOrBefore([after[1], after[2]]))}::int)`
+      text += ` order by t, g limit $${params.push(limit)} offset $${params.push(skip)}`
       const rows = await reads.query<Record<string, unknown>>(text, params, signal)
+      const byId = new Map(groups.members.map((s) => [Number(s.id), s]))
       return rows.map((r) => {
-        const identity = spec.groupBy === 'metric' ? {} : { device_id: String(r.device_id), channel: String(r.channel) }
-        const row: BucketRow = { ts: toMs(r.bucket), ...identity, metric: (r.metric as string | null) ?? null, environment_id: (r.environment_id as string | null) ?? null }
+        const key = groups.keys[Number(r.g) - 1]!
+        const row: BucketRow = spec.groupBy === 'metric'
+          ? { ts: Number(r.t), metric: key[0], environment_id: filter.environmentId ?? null }
+          : { ts: Number(r.t), device_id: key[0], channel: key[1], ...identityOf(latestSeries ? byId.get(Number(r.latest)) : groups.firstOf[Number(r.g) - 1]) }
         for (const a of spec.aggregates) row[a] = num(r[a])
         return row
       })

@@ -5,6 +5,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Reading } from '../../ingest/stores/interface.ts'
 import { createTestEnv, problem, readingsStores, waitFor, type TestEnv } from '../helpers.ts'
+import { Value } from '@sinclair/typebox/value'
+import { ReadingsPage } from '../../ingest/query.ts'
+import '../../src/http/formats.ts'
 
 const stores = readingsStores('readings-grouped')
 
@@ -66,8 +69,17 @@ for (const { name, overrides, drop } of stores) {
       const res = await get(query, token)
       const body = await res.json()
       expect({ status: res.status, body: res.status === 200 ? null : body }).toEqual({ status: 200, body: null })
+      // Pages are sent as built (not checked by Elysia per request): each one here is held to the declared schema.
+      expect([...Value.Errors(ReadingsPage, body)].map((e) => `${e.path}: ${e.message}`)).toEqual([])
       return body.data as Record<string, unknown>[]
     }
+
+    test('every shape of JSON page holds to the declared schema (raw, latest, buckets with each fill, grouped)', async () => {
+      for (const query of [WINDOW, `${WINDOW}&limit=3`, 'latest=true', `${WINDOW}&interval=1h&agg=avg,min,max,last,count&fill=previous`,
+        `${WINDOW}&interval=15m&fill=null`, `${WINDOW}&group_by=metric&interval=1w&agg=avg,count,last`]) {
+        expect((await json(query)).length).toBeGreaterThan(0)
+      }
+    })
 
     test('bad values and combinations are 400 problems naming the parameter', async () => {
       for (const [query, path] of [
