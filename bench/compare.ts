@@ -3,17 +3,28 @@
 // lines have it. The ratios are the figures to trust across machines or busy days: each baseline was measured
 // beside ours in the same run, so it moves with the machine; ours alone does not.
 //
+// `bun run bench:compare [file.json]`: one results file (the newest in bench/results when none is given) against
+// the last committed run of each of its lines: each ratio then and now, its change, and the lines that moved more
+// than 10% (lib/drift.ts, which the Markdown report of every run uses too).
+//
 // Measures that name a figure of their own run ("… at 463 req/s", "3603/batch") still match when that figure is
 // the only difference and the pairing is unambiguous.
-import { existsSync, readFileSync } from 'node:fs'
-import { basename } from 'node:path'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { basename, join } from 'node:path'
+import { count, DRIFT_THRESHOLD, describeDrift, driftCounts, driftOf, fileName, higherIsBetter, pairLines } from './lib/drift.ts'
+import { ROOT } from './lib/processes.ts'
 import { cellsOf, textTable } from './lib/report.ts'
-import type { BenchReport, ReportLine } from './lib/results.ts'
+import { committedRuns, type BenchReport, type ReportLine } from './lib/results.ts'
 
 const USAGE = `usage: bun run bench:compare <a.json> <b.json>
+       bun run bench:compare [file.json]
 
-Compares two results files written by \`bun run bench\` (bench/results/*.json): change is b against a.
-Units in ms and MiB are lower-is-better; the others higher-is-better.`
+With two results files written by \`bun run bench\` (bench/results/*.json): change is b against a.
+Units in ms and MiB are lower-is-better; the others higher-is-better.
+
+With one, or none (the newest results file in bench/results, committed or not): each line's ratio against the
+same line in the most recent results file committed in git that ran before it, and the lines whose ratio moved
+more than ${DRIFT_THRESHOLD * 100}% (a regression or an improvement, by which way the line's ratio is better).`
 
 function fail(message: string): never {
   console.error(`bench:compare: ${message}\n\n${USAGE}`)
@@ -26,33 +37,6 @@ function load(path: string): BenchReport {
   try { report = JSON.parse(readFileSync(path, 'utf8')) } catch (error) { fail(`${path} is not JSON: ${(error as Error).message}`) }
   if (!Array.isArray(report?.lines)) fail(`${path} is not a bench results file (no "lines")`)
   return report
-}
-
-const key = (l: ReportLine) => `${l.scenario}\u0000${l.measure}`
-/** The measure with its numbers blanked: "ack latency p50 at 463 req/s" and "… at 516 req/s" are one measure. */
-const shape = (l: ReportLine) => `${l.scenario}\u0000${l.measure.replace(/\d[\d,.]*/g, '#')}`
-
-/** Pairs of lines (one side missing when a line is in one file only): a's order, b's extra lines after their scenario's. */
-export function pairLines(a: ReportLine[], b: ReportLine[]): [ReportLine | undefined, ReportLine | undefined][] {
-  const unmatchedB = new Set(b)
-  const partner: (ReportLine | undefined)[] = a.map((l) => {
-    const match = b.find((m) => unmatchedB.has(m) && key(m) === key(l))
-    if (match) unmatchedB.delete(match)
-    return match
-  })
-  a.forEach((l, i) => {
-    if (partner[i]) return
-    const sameShapeA = a.filter((x, j) => !partner[j] && shape(x) === shape(l))
-    const sameShapeB = [...unmatchedB].filter((x) => shape(x) === shape(l))
-    // Only a one-to-one pairing is safe; otherwise the lines stay apart.
-    if (sameShapeA.length === 1 && sameShapeB.length === 1) { partner[i] = sameShapeB[0]; unmatchedB.delete(sameShapeB[0]!) }
-  })
-  const pairs: [ReportLine | undefined, ReportLine | undefined][] = a.map((l, i) => [l, partner[i]])
-  for (const extra of unmatchedB) {
-    const after = pairs.findLastIndex(([x, y]) => (x ?? y)!.scenario === extra.scenario)
-    pairs.splice(after === -1 ? pairs.length : after + 1, 0, [undefined, extra])
-  }
-  return pairs
 }
 
 function change(a: ReportLine | undefined, b: ReportLine | undefined): string {
@@ -70,13 +54,48 @@ function describe(label: string, path: string, r: BenchReport): string {
     `${r.settings ? `${r.settings.seconds} s windows` : ''}${options ? `  options: ${options}` : ''}\n   ${r.command ?? ''}`
 }
 
+/** The results file in bench/results that started last (latest.json is a copy of one of them). */
+function newestResults(): string {
+  const dir = join(ROOT, 'bench', 'results')
+  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.json') && f !== 'latest.json') : []
+  if (!files.length) fail('no results files in bench/results: run `bun run bench` first, or name one')
+  const startedAt = (f: string) => { try { return Date.parse(JSON.parse(readFileSync(join(dir, f), 'utf8')).startedAt) || 0 } catch { return 0 } }
+  const newest = files.map((f) => ({ f, at: startedAt(f) })).reduce((x, y) => (y.at > x.at ? y : x))
+  return join(dir, newest.f)
+}
+
+function compareWithCommitted(path: string): void {
+  const report = load(path)
+  const committed = committedRuns(ROOT)
+  const drift = driftOf(report, committed)
+  const rows = [['scenario', 'measure', 'ratio then', 'ratio now', 'change', 'better', 'moved', 'compared with']]
+  for (const d of drift) {
+    const c = describeDrift(d)
+    const run = d.previous?.run
+    // Capitals, so that a regression stands out in a long table.
+    const moved = d.moved === 'regression' ? 'REGRESSION' : c.moved
+    rows.push([d.line.scenario, d.line.measure, c.before, c.now, c.change, d.line.ratio == null ? '' : higherIsBetter(d.line) ? 'higher' : 'lower', moved, run ? fileName(run.file) : ''])
+  }
+  console.log(`${describe('now', path, report)}\n`)
+  console.log(`each line against the most recent results file committed in git (bench/results at HEAD, ${committed.length} files) that ran before ${report.startedAt} and has it with a ratio\n`)
+  console.log(textTable(rows, [2, 3, 4]))
+  const n = driftCounts(drift)
+  console.log(`\n${count(n.compared, 'line')} compared: ${n.moved} moved more than ${DRIFT_THRESHOLD * 100}% (${count(n.regressions, 'regression')}, ${count(n.improvements, 'improvement')}); ` +
+    `${n.withoutCommittedRun} without an earlier committed run; ${n.withoutRatio} without a ratio to compare.`)
+  console.log('change: ratio now against ratio then (ours ÷ baseline, each measured in its own run). better: which way the ratio improves (lower for costs such as ms or µs without a target). A move this size can be noise: rerun before believing it.')
+}
+
 if (import.meta.main) {
   const args = process.argv.slice(2)
   if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) {
     console.log(USAGE)
     process.exit(0)
   }
-  if (args.length !== 2) fail(`expected two results files, got ${args.length} argument${args.length === 1 ? '' : 's'}`)
+  if (args.length > 2) fail(`expected at most two results files, got ${args.length} arguments`)
+  if (args.length < 2) {
+    compareWithCommitted(args[0] ?? newestResults())
+    process.exit(0)
+  }
   const [pathA, pathB] = args as [string, string]
   const a = load(pathA)
   const b = load(pathB)

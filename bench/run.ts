@@ -12,7 +12,8 @@ import { join } from 'node:path'
 import { commandLine, parseBenchArgs, usage, UsageError, type BenchArgs } from './lib/args.ts'
 import { loadAverage, ROOT } from './lib/processes.ts'
 import { progress } from './lib/progress.ts'
-import { type BenchReport, gitRevision, withVerdicts, writeResults } from './lib/results.ts'
+import { count, DRIFT_THRESHOLD, driftCounts, driftOf } from './lib/drift.ts'
+import { type BenchReport, committedRuns, gitRevision, withVerdicts, writeResults } from './lib/results.ts'
 import { table, type Line, type ScenarioContext, type ScenarioOutput } from './lib/report.ts'
 import { SCENARIOS } from './scenarios/index.ts'
 
@@ -89,6 +90,11 @@ const report: BenchReport = {
 }
 const dir = join(ROOT, 'bench', 'results')
 mkdirSync(dir, { recursive: true })
-const base = writeResults(dir, report)
+const drift = driftOf(report, committedRuns(ROOT))
+const moved = driftCounts(drift)
+if (moved.compared) {
+  console.log(`since the last committed run: ${moved.moved ? `${count(moved.moved, 'ratio')} moved more than ${DRIFT_THRESHOLD * 100}% (${count(moved.regressions, 'regression')}); see the .md or bun run bench:compare` : `no ratio moved more than ${DRIFT_THRESHOLD * 100}%`}`)
+}
+const base = writeResults(dir, report, drift)
 console.log(`results: bench/results/${base}.{json,md,svg} (and bench/results/latest.json, latest.md)`)
 process.exit(failed ? 1 : 0)

@@ -1,8 +1,9 @@
 // The files a run leaves in bench/results/: <date>-<commit>.json (everything, for bench:compare and later
 // digging), .md (the table and notes, to read or paste into a review), .svg (the picture), and latest.json /
 // latest.md (ignored by git). The commit in the name says which code a dated file measured.
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { driftMarkdown, type CommittedRun, type Drift } from './drift.ts'
 import { plotSvg } from './plot.ts'
 import { cellsOf, verdict, type Line, type ScenarioOutput } from './report.ts'
 
@@ -45,6 +46,23 @@ export function gitRevision(root: string): string {
   return changes ? `${head}-dirty` : head
 }
 
+/**
+ * The results files committed at HEAD (`git ls-tree`, so neither new nor merely staged files count), read from the
+ * work tree; files that are gone or are not results files are left out. None outside a repository.
+ */
+export function committedRuns(root: string): CommittedRun[] {
+  const listed = git(root, ['ls-tree', '-r', '--name-only', 'HEAD', '--', 'bench/results'])
+  if (!listed) return []
+  return listed.split('\n').filter((file) => file.endsWith('.json') && !file.endsWith('/latest.json')).flatMap((file) => {
+    try {
+      const report = JSON.parse(readFileSync(join(root, file), 'utf8')) as BenchReport
+      return Array.isArray(report?.lines) && report.startedAt ? [{ file, report }] : []
+    } catch {
+      return []
+    }
+  })
+}
+
 /** 2026-11-22T01-02-03: UTC, sortable, and free of the colons some file systems refuse. */
 export const resultStamp = (at: Date) => at.toISOString().replace(/\.\d+Z$/, '').replace(/:/g, '-')
 
@@ -69,7 +87,8 @@ function describeOptions(options: BenchReport['options']): string {
   return set.length ? set.join(', ') : 'none (each scenario’s defaults)'
 }
 
-export function markdownReport(report: BenchReport, svgName: string): string {
+/** `drift`: driftOf(report, committedRuns(…)), for the section on what moved since the last committed run. */
+export function markdownReport(report: BenchReport, svgName: string, drift: Drift[]): string {
   const out: string[] = []
   out.push(`# Bench results ${resultStamp(new Date(report.startedAt))} (${report.commit ?? 'commit unknown'})`, '')
   out.push(`- command: \`${report.command}\``)
@@ -83,6 +102,7 @@ export function markdownReport(report: BenchReport, svgName: string): string {
   out.push('## Results', '')
   out.push(report.lines.length ? markdownTable(report.lines) : 'No lines: every scenario was skipped or failed.', '')
   out.push('Ratio is ours ÷ baseline, both measured in this run; targets are informational (a miss fails nothing). p50–p99, errors and server cores are those of the load run behind *ours*; – where a line has none.', '')
+  if (report.lines.length) out.push(driftMarkdown(drift))
   const unfinished = Object.entries(report.scenarios).flatMap(([name, output]) =>
     'error' in output ? [`- \`${name}\`: FAILED: ${output.error.split('\n')[0]}`] : output.skipped ? [`- \`${name}\` skipped: ${output.skipped}`] : [])
   if (unfinished.length) out.push('## Skipped or failed', '', ...unfinished, '')
@@ -96,10 +116,10 @@ export function markdownReport(report: BenchReport, svgName: string): string {
 }
 
 /** Writes the dated .json, .md and .svg and the latest.* copies; returns the dated files' base name. */
-export function writeResults(dir: string, report: BenchReport): string {
+export function writeResults(dir: string, report: BenchReport, drift: Drift[]): string {
   const base = `${resultStamp(new Date(report.startedAt))}-${report.commit ?? 'nocommit'}`
   const json = JSON.stringify(report, null, 2) + '\n'
-  const markdown = markdownReport(report, `${base}.svg`)
+  const markdown = markdownReport(report, `${base}.svg`, drift)
   const svg = plotSvg(report.lines, `Bench ${resultStamp(new Date(report.startedAt))} · ${report.commit ?? 'commit unknown'}`, `${report.command} · ${report.cores} cores · bun ${report.bun}`)
   writeFileSync(join(dir, `${base}.json`), json)
   writeFileSync(join(dir, `${base}.md`), markdown)
