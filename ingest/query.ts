@@ -18,13 +18,16 @@ import { AGGREGATES, FILLS, GROUPINGS, groupKey, type Aggregate, type BucketPosi
 const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
 const JSON_LIMIT = { default: 1000, max: 10_000 }
 const CSV_LIMIT = { default: 100_000, max: 1_000_000 }
-/** Rows fetched from the store per step of a CSV stream: memory stays at one step, whatever the file's size. */
-const CSV_STEP_ROWS = 5000
+/**
+ * Rows fetched from the store per step of a CSV stream: memory stays at one step, whatever the file's size. As many
+ * as a JSON page holds at most: each step is a round of store queries, and a file should cost no more than pages.
+ */
+const CSV_STEP_ROWS = JSON_LIMIT.max
 /**
  * Bun collects garbage lazily, and the embedded store's result buffers are large: left alone, an export through
  * PGlite grew the process by about 2 KB per row (1.1 GB for 300,000 rows) before any collection ran. A stream
- * whose process has grown this much since the stream began asks for a collection after each step (about 30 ms
- * on PGlite; with Postgres or QuestDB an export rarely reaches it).
+ * whose process has grown this much since it began, or since its last collection, asks for one after the step
+ * (about 30 ms on PGlite).
  */
 const CSV_GC_SLACK_BYTES = 16 * 2 ** 20
 
@@ -285,26 +288,41 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       const encoder = new TextEncoder()
       let resumeAfter = after
       let headerSent = false
-      const collectAbove = process.memoryUsage.rss() + CSV_GC_SLACK_BYTES
+      let sent = 0
+      let collectAbove = process.memoryUsage.rss() + CSV_GC_SLACK_BYTES
       const isoOf = instantText()
+      const fields = columns.slice(1) as (keyof Row)[]
+      const lineOf = (row: Row) => {
+        let line = isoOf(row.ts)
+        for (const field of fields) line += `,${csvField(row[field])}`
+        return `${line}\r\n`
+      }
       const body = new ReadableStream<Uint8Array>({
         // Pull: the next step is read from the store only when the client has taken the previous one.
         async pull(controller) {
           try {
             let text = headerSent ? '' : csvLine(columns)
             headerSent = true
-            const rows = await fetchRows(CSV_STEP_ROWS, resumeAfter, 0, true)
-            let finished = rows.length < CSV_STEP_ROWS
+            // Never more than the file can still hold: a step reading past the file's end reads rows it drops.
+            const wanted = Math.min(CSV_STEP_ROWS, fileLimit - sent)
+            const rows = await fetchRows(wanted, resumeAfter, 0, true)
+            let finished = rows.length < wanted || sent + rows.length >= fileLimit
             for (const row of rows) {
               const place = placeOf(row)
               if (place === 'past') { finished = true; break }
-              text += csvLine(columns.map((c) => (c === 'ts' ? isoOf(row.ts) : row[c as keyof Row])))
+              text += lineOf(row)
+              sent++
               if (place === 'last') { finished = true; break }
             }
             if (rows.length) resumeAfter = positionKey(rows[rows.length - 1]!, groupBy)
             controller.enqueue(encoder.encode(text))
             if (finished) return controller.close()
-            if (process.memoryUsage.rss() > collectAbove) Bun.gc(true)
+            if (process.memoryUsage.rss() > collectAbove) {
+              Bun.gc(true)
+              // Measured again after the collection: the allocator keeps pages it freed, so against the first
+              // measure every later step would collect (a full collection per step of 10,000 rows).
+              collectAbove = process.memoryUsage.rss() + CSV_GC_SLACK_BYTES
+            }
           } catch (error) {
             controller.error(error)
           }
