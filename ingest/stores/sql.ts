@@ -145,20 +145,22 @@ function numberGroups(series: readonly ScopedSeries[], groupBy: AggregationSpec[
  * readings at the edges), one row per (bucket, group): the bucket as epoch ms, the group's number (numberGroups) and
  * the aggregates; with `latestSeries`, also the series whose reading is latest in it (a device's channel whose
  * mapping changed takes the metric and environment of that series). Everything the database sorts and groups by is
- * a number, and nothing but numbers comes back.
+ * a number, and nothing but numbers comes back. Rows group by the bucket's instant, turned into epoch ms only on the
+ * way out and by date_part (float8): extract() computes in numeric (a page of 10,000 hours took 22.9 ms with it, 17.5 without).
  */
 function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, latestSeries: boolean, params: unknown[]): string {
   const interval = `$${params.push(PIECE_BIN[spec.interval] ?? `${INTERVALS[spec.interval]} milliseconds`)}::interval`
   const pieces = rollupPieces(filter.from, filter.to, spec.interval).map((piece) => pieceSql(piece, interval, params))
   if (!pieces.length) return `select null::float8 as t, null::int as g, null::int as latest where false`
+  const bucket = BUCKET_OF[spec.interval]?.('p.b') ?? 'p.b'
   const selected = [
     ...spec.aggregates.map((a) => `${AGGREGATE_SQL[a]} as "${a}"`),
     // An ordered aggregate sorts within each group: a third of the statement's time on a page of 10,000 rows.
     ...(latestSeries ? ['(array_agg(p.series_id order by p.last_ts desc))[1] as latest'] : []),
   ].join(', ')
   return `with s as (select * from unnest($1::int4[], $2::int4[], $3::int4[]) as s(id, channel_id, g)), p as (${pieces.join('\n    union all ')})
-    select extract(epoch from ${BUCKET_OF[spec.interval]?.('p.b') ?? 'p.b'})::float8 * 1000 as t, s.g, ${selected}
-    from p join s on s.id = p.series_id group by 1, 2`
+    select date_part('epoch', ${bucket}) * 1000 as t, s.g, ${selected}
+    from p join s on s.id = p.series_id group by ${bucket}, s.g`
 }
 
 /** Legacy readings move in batches of this many, for up to this long per maintenance run. */
