@@ -13,6 +13,7 @@ import { ReadCancelled } from '../db/client.ts'
 import { READINGS_QUERY_DEFAULTS, READINGS_RETENTION_DEFAULTS, type ReadingsQueryLimits, type ReadingsRetention } from '../src/config.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
 import { bucketOf, bucketPage, bucketsAfter, checkRetention, INTERVALS, planCost, rawPage, rowsPerBucket, type CatalogueScope, type ReadingsShape } from './planner.ts'
+import { READ_AHEAD_MS, ReadAhead } from './read-ahead.ts'
 import type { SeriesCatalogue } from './series.ts'
 import { AGGREGATES, FILLS, GROUPINGS, groupKey, type Aggregate, type BucketPosition, type BucketRow, type BucketSpec, type Grouping, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
 const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
@@ -58,7 +59,9 @@ ${LIMITS.timeoutMs / 1000} s (\`READINGS_QUERY_TIMEOUT_MS\`) and is cancelled in
 files count their \`limit\`) are heavy: an account runs at most ${LIMITS.perAccount} at once (\`READINGS_QUERIES_PER_ACCOUNT\`, counted across the
 service's processes), beyond that 429 \`too_many_queries\` with \`Retry-After\`. Answers come from rollups of the readings (per series at 1 minute,
 1 hour and 1 day, kept on write) wherever they answer exactly, and from the readings themselves at the window's edges: nothing changes for
-callers but speed.
+callers but speed. While a client walks a JSON listing (a request with \`cursor\` whose page has more), the page after it is read as it
+is sent and kept up to ${READ_AHEAD_MS / 1000} s for the next request with that cursor and \`limit\`: a page may hold the readings as they were
+up to that long before it was asked for.
 
 **Retention.** Raw readings are kept ${RETENTION.rawDays} days, minute rollups ${RETENTION.minuteDays}, hour rollups ${RETENTION.hourDays}, day rollups
 ${RETENTION.dayDays ? `${RETENTION.dayDays} days` : 'forever'} (operator settings \`READINGS_RETENTION_DAYS\`, \`READINGS_MINUTE_ROLLUP_RETENTION_DAYS\`,
@@ -155,7 +158,7 @@ const SLOT_POLL_MS = 50
  * processes and nodes) while it runs. Without a free slot the request is refused with 429, or, for the later steps
  * of a CSV file already being sent, waits for one.
  */
-async function underDeadline<T>(deps: ReadingsQueryDeps, request: Request, accountId: string, heavy: boolean, waitForSlot: boolean, read: (signal: AbortSignal) => Promise<T>): Promise<T> {
+async function underDeadline<T>(deps: ReadingsQueryDeps, clientGone: AbortSignal, accountId: string, heavy: boolean, waitForSlot: boolean, read: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const limits = deps.config.readingsQueries
   const seconds = Math.ceil(limits.timeoutMs / 1000)
   const slots = `readings-queries:${accountId}`
@@ -163,17 +166,17 @@ async function underDeadline<T>(deps: ReadingsQueryDeps, request: Request, accou
   if (heavy) {
     const giveUpAt = Date.now() + limits.timeoutMs
     while (!(slot = await deps.shared.takeSlot(slots, limits.perAccount, limits.timeoutMs + 1_000))) {
-      if (!waitForSlot || Date.now() >= giveUpAt || request.signal.aborted) {
+      if (!waitForSlot || Date.now() >= giveUpAt || clientGone.aborted) {
         throw new ApiError('too_many_queries', `This account already has ${limits.perAccount} heavy readings queries running (each may take up to ${seconds} s). Retry when one has finished, or ask for fewer rows per query.`, { headers: { 'retry-after': String(seconds) } })
       }
       await Bun.sleep(SLOT_POLL_MS)
     }
   }
-  const signal = AbortSignal.any([request.signal, AbortSignal.timeout(limits.timeoutMs)])
+  const signal = AbortSignal.any([clientGone, AbortSignal.timeout(limits.timeoutMs)])
   try {
     return await read(signal)
   } catch (error) {
-    if (request.signal.aborted) throw error
+    if (clientGone.aborted) throw error
     if (error instanceof ReadCancelled && !error.started) {
       throw new ApiError('service_unavailable', `The readings store did not start this query within ${seconds} s: its connections are all busy, or it is unreachable. Nothing was changed; retry shortly.`, { headers: { 'retry-after': '1' } })
     }
@@ -196,7 +199,11 @@ const isStoreTimeout = (error: unknown) => {
   return typeof message === 'string' && ((code === '57014' && message.includes('statement timeout')) || message.startsWith('timeout, query aborted'))
 }
 
+/** A walk's next page goes unread only by its deadline (underDeadline) or a refused slot. */
+const NEVER_ABORTED = new AbortController().signal
+
 export function readingsRoutes(deps: ReadingsQueryDeps) {
+  const readAhead = new ReadAhead<Row[]>()
   return new Elysia({ name: 'readings', prefix: API_PREFIX })
     .use(principalMacro)
     .get('/environment/readings', async ({ principal, request, query, set }) => {
@@ -232,9 +239,9 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       const catalogue: CatalogueScope = { series, metrics: spec?.groupBy === 'metric' ? await deps.series.metrics(filter) : [] }
       const { heavy } = planCost(shape, series, from, to, deps.config.readingsQueries)
       checkRetention(shape, from, to, store.rollupLevels, deps.config.readingsRetention, Date.now())
-      const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false) => underDeadline(deps, request, accountId, heavy, waitForSlot, work)
-      const fetchRows = (count: number, after?: BucketPosition, skip?: number, waitForSlot = false): Promise<Row[]> =>
-        read<Row[]>(async (signal) => (spec ? (await bucketPage(store, filter, spec, count + (skip ?? 0), after, signal, catalogue)).slice(skip ?? 0) : rawPage(store, filter, count, after as SeriesPosition | undefined, skip ?? 0, signal, series)), waitForSlot)
+      const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false, clientGone = request.signal) => underDeadline(deps, clientGone, accountId, heavy, waitForSlot, work)
+      const fetchRows = (count: number, after?: BucketPosition, skip?: number, waitForSlot = false, clientGone = request.signal): Promise<Row[]> =>
+        read<Row[]>(async (signal) => (spec ? (await bucketPage(store, filter, spec, count + (skip ?? 0), after, signal, catalogue)).slice(skip ?? 0) : rawPage(store, filter, count, after as SeriesPosition | undefined, skip ?? 0, signal, series)), waitForSlot, clientGone)
       const encodePosition = (p: BucketPosition) => deps.cursors.encode(scope, [...window, ...p])
 
       if (query.latest) {
@@ -243,7 +250,17 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       }
       const after = position ? [Number(position[2]), String(position[3]), String(position[4])] as BucketPosition : undefined
       if (!csv) {
-        return jsonPage(toPage(await fetchRows(rowLimit + 1, after), rowLimit, deps.cursors, scope, (r) => [...window, ...positionKey(r, groupBy)], presenter()), set.headers)
+        // A cursor names the window, filters and position (bound to this account by its MAC): with the page size, it
+        // says which rows a page holds, so a page read ahead under that key is the page asked for.
+        const pageKey = (pageCursor: string) => `${accountId}\u0000${rowLimit}\u0000${pageCursor}`
+        const rows = (cursor ? await readAhead.take(pageKey(cursor)) : undefined) ?? await fetchRows(rowLimit + 1, after)
+        const page = toPage(rows, rowLimit, deps.cursors, scope, (r) => [...window, ...positionKey(r, groupBy)], presenter())
+        if (cursor && page.next_cursor) {
+          const next = positionKey(rows[rowLimit - 1]!, groupBy)
+          // Not tied to this request: it has been answered by the time the next one comes.
+          readAhead.start(pageKey(page.next_cursor), () => fetchRows(rowLimit + 1, next, 0, false, NEVER_ABORTED))
+        }
+        return jsonPage(page, set.headers)
       }
 
       // CSV: the next file's cursor goes in the headers, sent before the body, so where this file ends is decided
