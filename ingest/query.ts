@@ -13,6 +13,7 @@ import { ReadCancelled } from '../db/client.ts'
 import { READINGS_QUERY_DEFAULTS, READINGS_RETENTION_DEFAULTS, type ReadingsQueryLimits, type ReadingsRetention } from '../src/config.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
 import { bucketOf, bucketPage, bucketsAfter, checkRetention, INTERVALS, planCost, rawPage, rowsPerBucket, type CatalogueScope, type ReadingsShape } from './planner.ts'
+import { Lanes } from './lanes.ts'
 import { READ_AHEAD_MS, ReadAhead } from './read-ahead.ts'
 import type { SeriesCatalogue } from './series.ts'
 import { AGGREGATES, FILLS, GROUPINGS, groupKey, type Aggregate, type BucketPosition, type BucketRow, type BucketSpec, type Grouping, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
@@ -57,7 +58,9 @@ ${LIMITS.maxBuckets.toLocaleString('en-US')} rows (operator setting \`READINGS_M
 ${LIMITS.timeoutMs / 1000} s (\`READINGS_QUERY_TIMEOUT_MS\`) and is cancelled in the store past it, or when the client goes away: 422
 \`query_timeout\`, saying what to narrow. Queries over ${LIMITS.heavyRows.toLocaleString('en-US')} rows (\`READINGS_HEAVY_ROWS\`; raw pages and CSV
 files count their \`limit\`) are heavy: an account runs at most ${LIMITS.perAccount} at once (\`READINGS_QUERIES_PER_ACCOUNT\`, counted across the
-service's processes), beyond that 429 \`too_many_queries\` with \`Retry-After\`. Answers come from rollups of the readings (per series at 1 minute,
+service's processes), beyond that 429 \`too_many_queries\` with \`Retry-After\`; and a process runs ${LIMITS.heavyConcurrency} heavy ${LIMITS.heavyConcurrency === 1 ? 'query' : 'queries'}
+at a time whatever the account (\`READINGS_HEAVY_CONCURRENCY\`: the share of a node's cores they may take), the others waiting their turn
+within their deadline (past it, 429 \`too_many_queries\` as well). Answers come from rollups of the readings (per series at 1 minute,
 1 hour and 1 day, kept on write) wherever they answer exactly, and from the readings themselves at the window's edges: nothing changes for
 callers but speed. While a client walks a JSON listing (a request with \`cursor\` whose page has more), the page after it is read as it
 is sent and kept up to ${READ_AHEAD_MS / 1000} s for the next request with that cursor and \`limit\`: a page may hold the readings as they were
@@ -155,10 +158,11 @@ const SLOT_POLL_MS = 50
 /**
  * Runs one read of the store for a request: under the deadline, cancelled in the store when the deadline passes
  * or the client goes away; a heavy read holds one of the account's slots (counted in the shared store, so across
- * processes and nodes) while it runs. Without a free slot the request is refused with 429, or, for the later steps
- * of a CSV file already being sent, waits for one.
+ * processes and nodes) while it runs, and one of this process's lanes (ingest/lanes.ts). Without a free slot the
+ * request is refused with 429, or, for the later steps of a CSV file already being sent, waits for one; it waits
+ * for a lane within its deadline, then is refused with 429 too.
  */
-async function underDeadline<T>(deps: ReadingsQueryDeps, clientGone: AbortSignal, accountId: string, heavy: boolean, waitForSlot: boolean, read: (signal: AbortSignal) => Promise<T>): Promise<T> {
+async function underDeadline<T>(deps: ReadingsQueryDeps, lanes: Lanes, clientGone: AbortSignal, accountId: string, heavy: boolean, waitForSlot: boolean, read: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const limits = deps.config.readingsQueries
   const seconds = Math.ceil(limits.timeoutMs / 1000)
   const slots = `readings-queries:${accountId}`
@@ -172,8 +176,14 @@ async function underDeadline<T>(deps: ReadingsQueryDeps, clientGone: AbortSignal
       await Bun.sleep(SLOT_POLL_MS)
     }
   }
+  // The deadline counts from here: time spent waiting for a lane is part of it.
   const signal = AbortSignal.any([clientGone, AbortSignal.timeout(limits.timeoutMs)])
+  const laneTaken = heavy && (await lanes.enter(signal))
   try {
+    if (heavy && !laneTaken) {
+      if (clientGone.aborted) throw clientGone.reason
+      throw new ApiError('too_many_queries', `This process runs ${limits.heavyConcurrency} heavy readings ${limits.heavyConcurrency === 1 ? 'query' : 'queries'} at a time and this one waited ${seconds} s for its turn. Retry shortly, or ask for fewer rows per query.`, { headers: { 'retry-after': '1' } })
+    }
     return await read(signal)
   } catch (error) {
     if (clientGone.aborted) throw error
@@ -185,6 +195,7 @@ async function underDeadline<T>(deps: ReadingsQueryDeps, clientGone: AbortSignal
     }
     throw error
   } finally {
+    if (laneTaken) lanes.leave()
     if (slot) void deps.shared.giveSlot(slots, slot).catch(() => {})
   }
 }
@@ -204,6 +215,7 @@ const NEVER_ABORTED = new AbortController().signal
 
 export function readingsRoutes(deps: ReadingsQueryDeps) {
   const readAhead = new ReadAhead<Row[]>()
+  const heavyLanes = new Lanes(deps.config.readingsQueries.heavyConcurrency)
   return new Elysia({ name: 'readings', prefix: API_PREFIX })
     .use(principalMacro)
     .get('/environment/readings', async ({ principal, request, query, set }) => {
@@ -239,7 +251,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       const catalogue: CatalogueScope = { series, metrics: spec?.groupBy === 'metric' ? await deps.series.metrics(filter) : [] }
       const { heavy } = planCost(shape, series, from, to, deps.config.readingsQueries)
       checkRetention(shape, from, to, store.rollupLevels, deps.config.readingsRetention, Date.now())
-      const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false, clientGone = request.signal) => underDeadline(deps, clientGone, accountId, heavy, waitForSlot, work)
+      const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false, clientGone = request.signal) => underDeadline(deps, heavyLanes, clientGone, accountId, heavy, waitForSlot, work)
       const fetchRows = (count: number, after?: BucketPosition, skip?: number, waitForSlot = false, clientGone = request.signal): Promise<Row[]> =>
         read<Row[]>(async (signal) => (spec ? (await bucketPage(store, filter, spec, count + (skip ?? 0), after, signal, catalogue)).slice(skip ?? 0) : rawPage(store, filter, count, after as SeriesPosition | undefined, skip ?? 0, signal, series)), waitForSlot, clientGone)
       const encodePosition = (p: BucketPosition) => deps.cursors.encode(scope, [...window, ...p])

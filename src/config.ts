@@ -95,13 +95,19 @@ export interface ReadingsQueryLimits {
   readonly timeoutMs: number
   /** Connections of the readings queries' own pool (Postgres and QuestDB), apart from ingest's and the records'. */
   readonly connections: number
+  /**
+   * Heavy queries one process runs at once, whatever their accounts (ingest/lanes.ts): each keeps about a core busy
+   * between the store and the process, so this is the share of the node's cores heavy queries may take.
+   */
+  readonly heavyConcurrency: number
 }
 
 /**
  * A million rows is a year of hourly buckets for 100 series, or of one-minute buckets for one; five seconds is far
- * more than any query within it takes from the rollups, and well under a client's patience (30 s is common).
+ * more than any query within it takes from the rollups, and well under a client's patience (30 s is common). One
+ * heavy query at a time per process leaves a 2-core node's other core to ingest, small reads and the records API.
  */
-export const READINGS_QUERY_DEFAULTS: ReadingsQueryLimits = { maxBuckets: 1_000_000, heavyRows: 20_000, perAccount: 2, timeoutMs: 5_000, connections: 4 }
+export const READINGS_QUERY_DEFAULTS: ReadingsQueryLimits = { maxBuckets: 1_000_000, heavyRows: 20_000, perAccount: 2, timeoutMs: 5_000, connections: 4, heavyConcurrency: 1 }
 
 /**
  * Days each level of readings is kept, deployment-wide (0: forever). Expiry drops whole partitions (a day of raw
@@ -324,6 +330,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       perAccount: int(env, 'READINGS_QUERIES_PER_ACCOUNT', READINGS_QUERY_DEFAULTS.perAccount, 1),
       timeoutMs: int(env, 'READINGS_QUERY_TIMEOUT_MS', READINGS_QUERY_DEFAULTS.timeoutMs, 100),
       connections: int(env, 'READINGS_QUERY_CONNECTIONS', READINGS_QUERY_DEFAULTS.connections, 1),
+      heavyConcurrency: int(env, 'READINGS_HEAVY_CONCURRENCY', READINGS_QUERY_DEFAULTS.heavyConcurrency, 1),
     },
     readingsRetention: readingsRetention(env),
     ...overrides,

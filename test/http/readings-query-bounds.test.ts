@@ -203,7 +203,8 @@ describe('fairness: heavy queries per account, counted across processes; another
   test(`over ${limits.perAccount} heavy queries at once, the rest get 429 too_many_queries with Retry-After, on either node; another account is served`, async () => {
     // Two nodes on one database and one shared store (Redis when REDIS_URL is set; one process's store otherwise,
     // where the second node is the same server).
-    const tight = { readingsQueries: { ...limits, heavyRows: 100, perAccount: 2 } }
+    // Lanes enough for every query here: this test is about the account's slots (lanes: the next test).
+    const tight = { readingsQueries: { ...limits, heavyRows: 100, perAccount: 2, heavyConcurrency: 8 } }
     const first = await createTestEnv(tight, { readings: (database) => slowReads(sqlStore(database), 1_500) })
     const second = REAL_REDIS_URL
       ? await createTestEnv({ ...tight, databaseUrl: first.config.databaseUrl, redisPrefix: first.config.redisPrefix }, { readings: (database) => slowReads(sqlStore(database), 1_500) })
@@ -235,6 +236,51 @@ describe('fairness: heavy queries per account, counted across processes; another
     } finally {
       if (second !== first) await second.close()
       await first.close()
+    }
+  })
+})
+
+describe('lanes: a process runs READINGS_HEAVY_CONCURRENCY heavy queries at a time, whatever their accounts', () => {
+  test('with one lane, a heavy query of another account waits its turn; past its deadline it is refused 429, and small reads are served meanwhile', async () => {
+    const oneLane = { readingsQueries: { ...limits, heavyRows: 100, perAccount: 2, heavyConcurrency: 1, timeoutMs: 1_000 } }
+    // Account A's bucket reads wait at a gate the test opens, past their deadline, holding the only lane.
+    let gatedAccount = ''
+    let open!: () => void
+    const gate = new Promise<void>((resolve) => { open = resolve })
+    const gated = (store: ReadingsStore): ReadingsStore => ({
+      ...store,
+      buckets: async (...args) => {
+        if (args[0].accountId === gatedAccount) await gate
+        return store.buckets(...args)
+      },
+    })
+    const env = await createTestEnv(oneLane, { readings: (database) => gated(sqlStore(database)) })
+    try {
+      const a = await env.account({ scopes: ['sensors:write', 'environment:read'] })
+      const b = await env.account({ scopes: ['sensors:write', 'environment:read'] })
+      for (const owner of [a, b]) expect((await post(env, (await device(env, owner)).key, [{ channel: 't1', value: 1 }])).status).toBe(202)
+      gatedAccount = a.accountId
+      const heavy = (owner: Key) => env.request('GET', '/api/v1/environment/readings?interval=1m&fill=null&limit=5', { token: owner.token })
+      const holding = heavy(a)
+      await Bun.sleep(100)
+      const waiting = heavy(b)
+      // Not heavy: no lane needed, served while the lane is held.
+      const started = performance.now()
+      expect((await env.request('GET', '/api/v1/environment/readings?limit=5', { token: b.token })).status).toBe(200)
+      expect(performance.now() - started).toBeLessThan(900)
+      const refused = await waiting
+      await problem(refused, 429, 'too_many_queries')
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+      // A's read goes on once the gate opens, past its deadline (the gate ignores it, as a store never does); what
+      // A is answered then is the deadline tests' business. What matters here: the lane is given back.
+      open()
+      await (await holding).arrayBuffer()
+      // The lane was given back: both accounts' heavy queries run again.
+      expect((await heavy(b)).status).toBe(200)
+      expect((await heavy(a)).status).toBe(200)
+    } finally {
+      open()
+      await env.close()
     }
   })
 })
