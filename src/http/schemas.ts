@@ -25,6 +25,16 @@ export const Problem = t.Object({
   required_scopes: t.Optional(t.Array(t.String(), { description: 'On insufficient_scope: the scopes the operation needs (empty when no scope admits a personal token: see `required_key`).' })),
   required_key: t.Optional(t.Literal('device', { description: 'On insufficient_scope for an operation only a device key may call.' })),
   checks: t.Optional(t.Record(t.String(), t.Union([t.Literal('ok'), t.Literal('down')]), { description: 'On /readyz 503: each backend and whether it answered.' })),
+  // Readings queries refused before they run (ingest/planner.ts): what the limit is and how to fit under it.
+  max_rows: t.Optional(JsonInteger({ description: 'On query_too_expensive: the most rows a readings query may cover.' })),
+  rows: t.Optional(JsonInteger({ description: 'On query_too_expensive: the rows this query covers (series × buckets).' })),
+  series: t.Optional(JsonInteger({ description: 'On query_too_expensive: the series the filter matches.' })),
+  buckets: t.Optional(JsonInteger({ description: 'On query_too_expensive: the buckets of the window at this interval.' })),
+  max_window_seconds: t.Optional(JsonInteger({ description: 'On query_too_expensive: the longest window that fits at this interval.' })),
+  suggested_interval: t.Optional(t.String({ description: 'On query_too_expensive: the finest coarser interval that fits; on beyond_retention: the finest interval the kept rollups answer (with `suggested_from`).' })),
+  suggested_from: t.Optional(t.String({ format: 'date-time', description: 'On beyond_retention: a `from` on the grid of `suggested_interval`.' })),
+  retention_days: t.Optional(t.Record(t.String(), JsonInteger(), { description: 'On beyond_retention: days each kept level (`raw`, `1m`, `1h`, `1d`) is kept; 0 = forever.' })),
+  retained_from: t.Optional(t.Record(t.String(), t.Union([t.String({ format: 'date-time' }), t.Null()]), { description: 'On beyond_retention: the earliest instant each kept level still holds (null: forever).' })),
 }, { $id: '#/components/schemas/Problem', description: 'RFC 9457 problem details.' })
 
 /** The list envelope every list answers with (CONTRACT §4). */

@@ -555,9 +555,13 @@ export interface paths {
          *     5 s (`READINGS_QUERY_TIMEOUT_MS`) and is cancelled in the store past it, or when the client goes away: 422
          *     `query_timeout`, saying what to narrow. Queries over 20,000 rows (`READINGS_HEAVY_ROWS`; raw pages and CSV
          *     files count their `limit`) are heavy: an account runs at most 2 at once (`READINGS_QUERIES_PER_ACCOUNT`, counted across the
-         *     service's processes), beyond that 429 `too_many_queries` with `Retry-After`. Answers come from rollups of the readings (per series at 1 minute,
+         *     service's processes), beyond that 429 `too_many_queries` with `Retry-After`; and a process runs 1 heavy query
+         *     at a time whatever the account (`READINGS_HEAVY_CONCURRENCY`: the share of a node's cores they may take), the others waiting their turn
+         *     within their deadline (past it, 429 `too_many_queries` as well). Answers come from rollups of the readings (per series at 1 minute,
          *     1 hour and 1 day, kept on write) wherever they answer exactly, and from the readings themselves at the window's edges: nothing changes for
-         *     callers but speed.
+         *     callers but speed. While a client walks a JSON listing (a request with `cursor` whose page has more), the page after it is read as it
+         *     is sent and kept up to 5 s for the next request with that cursor and `limit`: a page may hold the readings as they were
+         *     up to that long before it was asked for.
          *
          *     **Retention.** Raw readings are kept 90 days, minute rollups 365, hour rollups 1825, day rollups
          *     forever (operator settings `READINGS_RETENTION_DAYS`, `READINGS_MINUTE_ROLLUP_RETENTION_DAYS`,
@@ -1922,6 +1926,31 @@ export interface components {
             /** @description On /readyz 503: each backend and whether it answered. */
             checks?: {
                 [key: string]: "ok" | "down";
+            };
+            /** @description On query_too_expensive: the most rows a readings query may cover. */
+            max_rows?: number;
+            /** @description On query_too_expensive: the rows this query covers (series × buckets). */
+            rows?: number;
+            /** @description On query_too_expensive: the series the filter matches. */
+            series?: number;
+            /** @description On query_too_expensive: the buckets of the window at this interval. */
+            buckets?: number;
+            /** @description On query_too_expensive: the longest window that fits at this interval. */
+            max_window_seconds?: number;
+            /** @description On query_too_expensive: the finest coarser interval that fits; on beyond_retention: the finest interval the kept rollups answer (with `suggested_from`). */
+            suggested_interval?: string;
+            /**
+             * Format: date-time
+             * @description On beyond_retention: a `from` on the grid of `suggested_interval`.
+             */
+            suggested_from?: string;
+            /** @description On beyond_retention: days each kept level (`raw`, `1m`, `1h`, `1d`) is kept; 0 = forever. */
+            retention_days?: {
+                [key: string]: number;
+            };
+            /** @description On beyond_retention: the earliest instant each kept level still holds (null: forever). */
+            retained_from?: {
+                [key: string]: string | null;
             };
         };
         /** @description A reading, or with `interval` one bucket of a series (or with `group_by=metric` of a metric; its `ts` is the bucket start) carrying the requested aggregates; an aggregate an empty bucket lacks is left out. */
