@@ -9,9 +9,7 @@ import { ApiError } from '../../http/errors.ts'
 import { op } from '../../http/operation.ts'
 import type { BackendHealth } from './backend-health.ts'
 import { WRITER_CONSUMER } from '../../../ingest/log/index.ts'
-
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', 'localhost'])
-const isLoopbackHost = (host: string) => LOOPBACK_HOSTS.has(host) || host.startsWith('127.')
+import { isLoopbackHost } from '../../config.ts'
 
 function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given)
