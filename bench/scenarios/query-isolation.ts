@@ -70,6 +70,11 @@ function accountA(api: Api, path: string) {
       const body = await res.json() as { next_cursor?: string | null }
       pages++
       next = res.status === 200 && body.next_cursor ? `${path}&cursor=${body.next_cursor}` : null
+      // As a client should: a refusal's Retry-After is waited out (in short naps, so stop() is not held up).
+      if (res.status === 429) {
+        const until = performance.now() + Number(res.headers.get('retry-after') ?? 1) * 1000
+        while (!stopped && performance.now() < until) await Bun.sleep(50)
+      }
     }
   }
   const lanes = Array.from({ length: limits.perAccount }, lane)
