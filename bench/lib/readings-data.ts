@@ -50,7 +50,7 @@ export async function storeReadings(databaseUrl: string, s: Series): Promise<num
 
 /** The series into a QuestDB table through our store's ILP writer, 10 000 rows a request. */
 export async function sendReadings(ilp: string, table: string, s: Series): Promise<number> {
-  const write = ilpReadingsWriter(ilp, table)
+  const write = await ilpReadingsWriter(ilp, table)
   let rows = 0
   let batch: Reading[] = []
   for (const r of readingsOf(s)) {

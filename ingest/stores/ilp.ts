@@ -1,29 +1,38 @@
-// Our own InfluxDB line protocol (ILP) writer for the ingest hot path: a whole batch becomes one text body and
+// Our own InfluxDB line protocol (ILP) writer for the ingest hot path: a whole batch becomes one body and
 // one POST to QuestDB's /write, which QuestDB commits as one transaction before it answers 2xx.
 //
 // Why not the official client (@questdb/nodejs-client) here: it appends a row one character at a time
 // (writeEscaped loops over every string and calls write(ch) per character); measured at 15–32 µs of CPU per row
 // of our shape under Bun and Node alike, against about 1 µs for the same rows as text, and 34.7 µs of server CPU
 // per reading through the API (bench/results/2026-11-22T04-39-10-8d62b2d.md). A row of ours repeats the same
-// table and tags for every reading of a device's channel, so that part (the series prefix) is escaped once and
-// cached; a row then costs two number-to-text conversions: the value and the timestamp. With this writer the
-// same path measures 1.9 µs of server CPU per reading and 4.5× the official client's rows/s
-// (bench/results/2026-11-22T23-16-16-e3cbe8a.md, on a machine shared with other work).
+// table and tags for every reading of a device's channel, so that part (the series prefix) is escaped and encoded
+// once and cached as bytes; a row then costs its value and its timestamp.
 //
 // The client still owns the configuration: QUESTDB_ILP is parsed by its SenderOptions, so addr, username/password,
-// token, tls_verify and tls_ca mean what its documentation says (and tls_roots is refused with its own message).
-// What this writer does not do is refused at start rather than ignored.
+// token, tls_verify, tls_ca and protocol_version mean what its documentation says (and tls_roots is refused with
+// its own message). What this writer does not do is refused at start rather than ignored.
 //
-// Text ILP (protocol version 1) is what every QuestDB from 7.x to 9.x reads over HTTP; doubles sent as text are
-// parsed exactly. So the writer never asks /settings (QuestDB 7.4 answers `{}` there, which the client's protocol
-// auto-detection does not survive).
+// Protocol versions: 1 is text, which every QuestDB from 7.x to 9.x reads over HTTP. 2 (QuestDB 9.x) lets a double
+// field be sent as its 8 bytes (`value==` then type byte 16 then the IEEE 754 double, little-endian: LineTcpParser's
+// parseBinaryFormat), which spares us the number-to-text conversion and QuestDB its text-to-double parse; the
+// timestamp stays text in both (the server reads no binary designated timestamp). With protocol_version=auto (the
+// default) the writer asks GET /settings once at start, as the client does, and sends 2 where
+// `config["line.proto.support.versions"]` lists it; a server without that list (7.4 answers `{}`, older ones 404)
+// gets 1. The client's own auto-detection is not used: it does not survive 7.4's `{}`.
 import { readFileSync } from 'node:fs'
 import { SenderOptions } from '@questdb/nodejs-client'
+
+/** ILP versions the writer speaks: 1, text; 2, doubles as 8 binary bytes. */
+export type IlpVersion = 1 | 2
 
 /** Where and how the writer sends: everything taken from QUESTDB_ILP. */
 export interface IlpTarget {
   /** The /write URL, timestamps in milliseconds. */
   url: string
+  /** GET here lists the ILP versions the server reads (QuestDB 9.x). */
+  settingsUrl: string
+  /** As QUESTDB_ILP says: 'auto' asks the server (ilpVersion). */
+  protocolVersion: 'auto' | IlpVersion
   headers: Record<string, string>
   tls?: { rejectUnauthorized: boolean; ca?: string }
   /** One request slower than this fails (the client's request_timeout, 10 s unless set). */
@@ -62,18 +71,21 @@ export function ilpTarget(configuration: string): IlpTarget {
     throw new Error(`QUESTDB_ILP: option '${key}' is not supported by our writer${WHY_NOT[key] ? ` (${WHY_NOT[key]})` : ''}; remove it`)
   }
   if (options.auto_flush === true) throw new Error("QUESTDB_ILP: 'auto_flush=on' is not supported: each batch (INGEST_BATCH_SIZE, INGEST_FLUSH_MS) is one request; remove it")
-  if (options.protocol_version !== 'auto' && options.protocol_version !== '1') {
-    throw new Error(`QUESTDB_ILP: protocol_version=${options.protocol_version} is not supported: the writer sends text ILP (protocol_version=1), which every QuestDB from 7.4 to 9.x reads; remove it or set 1`)
+  if (options.protocol_version !== 'auto' && options.protocol_version !== '1' && options.protocol_version !== '2') {
+    throw new Error(`QUESTDB_ILP: protocol_version=${options.protocol_version} is not supported: the writer sends ILP version 1 (text) or 2 (binary doubles); remove it (auto) or set 1 or 2`)
   }
-  const headers: Record<string, string> = { 'content-type': 'text/plain; charset=utf-8' }
+  const headers: Record<string, string> = {}
   if (options.token) headers.authorization = `Bearer ${options.token}`
   else if (options.username && options.password) headers.authorization = `Basic ${Buffer.from(`${options.username}:${options.password}`).toString('base64')}`
   else if (options.username || options.password) throw new Error('QUESTDB_ILP: username and password go together (HTTP basic authentication)')
   const secure = options.protocol === 'https'
   // A bare IPv6 address needs brackets in a URL; the client's addr splits host and port at the first colon.
   const host = options.host!.includes(':') ? `[${options.host}]` : options.host!
+  const origin = `${options.protocol}://${host}:${options.port}`
   return {
-    url: `${options.protocol}://${host}:${options.port}/write?precision=ms`,
+    url: `${origin}/write?precision=ms`,
+    settingsUrl: `${origin}/settings`,
+    protocolVersion: options.protocol_version === 'auto' ? 'auto' : options.protocol_version === '2' ? 2 : 1,
     headers,
     tls: secure ? { rejectUnauthorized: options.tls_verify !== false, ca: options.tls_ca ? readFileSync(options.tls_ca, 'utf8') : undefined } : undefined,
     requestTimeoutMs: typeof options.request_timeout === 'number' ? options.request_timeout : DEFAULT_REQUEST_TIMEOUT_MS,
@@ -94,11 +106,109 @@ export function seriesPrefix(table: string, tags: readonly (readonly [string, st
   return `${prefix} ${escapeIlp(field)}=`
 }
 
+const SPACE = 0x20
+const NEWLINE = 0x0a
+const EQUALS = 0x3d
+/** LineTcpParser.ENTITY_TYPE_DOUBLE: the type byte of a binary double after `==`. */
+const BINARY_DOUBLE = 16
+/** Room for a row's value and timestamp: a double's text is at most 25 bytes, an epoch-ms timestamp 20, then 2 separators. */
+const ROW_TAIL_MAX = 48
+
 /**
- * A row's text after its prefix: the value as a double (ILP reads a number without a suffix as a double; JS
- * prints the shortest text that reads back to the same double) and the timestamp in epoch milliseconds.
+ * One batch's body as bytes, written row by row into one buffer that grows as needed and is reused for the next
+ * batch (take() copies the body out, so a request still in flight or sent again never sees the next batch).
+ * A row is its series prefix (the cached bytes of `table,tags… value=`), the value, a space, the timestamp in
+ * epoch milliseconds and a newline. The value in version 1 is the shortest text that reads back to the same double
+ * (as JS prints it, except -0, which JS prints as "0"); in version 2 it is `=`, the type byte and the 8 bytes.
  */
-export const rowText = (value: number, ts: number) => `${value} ${ts}\n`
+export class IlpBody {
+  private bytes = new Uint8Array(1 << 16)
+  private view = new DataView(this.bytes.buffer)
+  private length = 0
+  // Readings of one request often share a timestamp: its digits are kept for the next row.
+  private lastTs = Number.NaN
+  private lastTsText = ''
+
+  constructor(readonly version: IlpVersion) {}
+
+  row(prefix: Uint8Array, value: number, ts: number): void {
+    let at = this.length
+    if (at + prefix.length + ROW_TAIL_MAX > this.bytes.length) this.grow(at + prefix.length + ROW_TAIL_MAX)
+    const bytes = this.bytes
+    bytes.set(prefix, at)
+    at += prefix.length
+    if (this.version === 2) {
+      bytes[at] = EQUALS
+      bytes[at + 1] = BINARY_DOUBLE
+      this.view.setFloat64(at + 2, value, true)
+      at += 10
+    } else {
+      at = writeAscii(bytes, at, value === 0 && 1 / value < 0 ? '-0' : String(value))
+    }
+    bytes[at++] = SPACE
+    if (ts !== this.lastTs) { this.lastTs = ts; this.lastTsText = String(ts) }
+    at = writeAscii(bytes, at, this.lastTsText)
+    bytes[at++] = NEWLINE
+    this.length = at
+  }
+
+  /** The body so far, copied out; the buffer starts over empty. */
+  take(): Uint8Array {
+    const body = this.bytes.slice(0, this.length)
+    this.length = 0
+    return body
+  }
+
+  private grow(needed: number): void {
+    const bytes = new Uint8Array(Math.max(needed, this.bytes.length * 2))
+    bytes.set(this.bytes.subarray(0, this.length))
+    this.bytes = bytes
+    this.view = new DataView(bytes.buffer)
+  }
+}
+
+/** ASCII text (a number's) into `bytes` at `at`; returns where it ends. */
+function writeAscii(bytes: Uint8Array, at: number, text: string): number {
+  for (let i = 0; i < text.length; i++) bytes[at++] = text.charCodeAt(i)
+  return at
+}
+
+/**
+ * Which version to send in: the forced one, or with 'auto' the highest of 1 and 2 that GET /settings lists. A
+ * forced 2 that the server does not list is refused here, at start, rather than batch by batch.
+ */
+export async function ilpVersion(target: IlpTarget): Promise<IlpVersion> {
+  if (target.protocolVersion === 1) return 1
+  const offered = await offeredVersions(target)
+  if (offered.includes(2)) return 2
+  if (target.protocolVersion === 2) {
+    throw new Error(`QUESTDB_ILP: protocol_version=2, but the QuestDB at ${target.settingsUrl.replace(/\/settings$/, '')} does not offer ILP version 2 (its /settings lists ${offered.length ? `versions ${offered.join(', ')}` : 'no line protocol versions; QuestDB 7.x reads text ILP only'}); set protocol_version=1 or remove it (auto)`)
+  }
+  return 1
+}
+
+/** The ILP versions /settings lists; none from a server that has no such list (7.4's `{}`, or a 404 before /settings). */
+async function offeredVersions(target: IlpTarget): Promise<number[]> {
+  let response: Response
+  try {
+    response = await fetch(target.settingsUrl, {
+      headers: target.headers, signal: AbortSignal.timeout(target.requestTimeoutMs), ...(target.tls ? { tls: target.tls } : {}),
+    })
+  } catch (error) {
+    throw new Error(`QuestDB ${target.settingsUrl} (asked which ILP versions it reads) failed: ${isTimeout(error) ? `no answer within ${target.requestTimeoutMs} ms` : (error as Error).message}`)
+  }
+  if (response.status === 404) return []
+  const text = await response.text()
+  if (!response.ok) throw new Error(`QuestDB ${target.settingsUrl} (asked which ILP versions it reads) answered HTTP ${response.status}: ${text.trim().slice(0, 300)}`)
+  let settings: { config?: Record<string, unknown> }
+  try {
+    settings = JSON.parse(text)
+  } catch {
+    throw new Error(`QuestDB ${target.settingsUrl} (asked which ILP versions it reads) answered something other than JSON: ${text.trim().slice(0, 300)}`)
+  }
+  const versions = settings?.config?.['line.proto.support.versions']
+  return Array.isArray(versions) ? versions.map(Number) : []
+}
 
 /** QuestDB refused a batch (or the request failed); the message is the log line. */
 export class IlpWriteError extends Error {
@@ -134,7 +244,7 @@ export function describeIlpError(status: number, body: string, describeLine?: (l
  * that got no answer at all (a pooled keep-alive connection QuestDB had just closed, a reset) is sent once more
  * at once: the table's DEDUP UPSERT KEYS make a batch that did land the first time land the same way again.
  */
-export async function postIlp(target: IlpTarget, body: string, describeLine?: (line: number) => string | undefined): Promise<void> {
+export async function postIlp(target: IlpTarget, body: Uint8Array, describeLine?: (line: number) => string | undefined): Promise<void> {
   let response: Response
   try {
     response = await send(target, body).catch((error) => (isTimeout(error) ? Promise.reject(error) : send(target, body)))
@@ -150,7 +260,7 @@ export async function postIlp(target: IlpTarget, body: string, describeLine?: (l
   throw describeIlpError(response.status, await response.text().catch(() => ''), describeLine)
 }
 
-const send = (target: IlpTarget, body: string) => fetch(target.url, {
+const send = (target: IlpTarget, body: Uint8Array) => fetch(target.url, {
   method: 'POST', body, headers: target.headers, signal: AbortSignal.timeout(target.requestTimeoutMs), ...(target.tls ? { tls: target.tls } : {}),
 })
 const isTimeout = (error: unknown) => (error as Error).name === 'TimeoutError'

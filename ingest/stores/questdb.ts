@@ -9,7 +9,7 @@ import postgres from 'postgres'
 import type { Config } from '../../src/config.ts'
 import { cancellable } from '../../db/client.ts'
 import type { SeriesCatalogue } from '../series.ts'
-import { ilpTarget, postIlp, seriesPrefix, rowText } from './ilp.ts'
+import { IlpBody, ilpTarget, ilpVersion, postIlp, seriesPrefix } from './ilp.ts'
 import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
 import { rollupPieces, ROLLUP_LEVELS, type Piece } from '../planner.ts'
 import { compareKeys, groupKey, NO_DEADLINE, type AggregationSpec, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
@@ -49,21 +49,22 @@ const rawRow = (r: Row): RawRow => ({
   ts: micros(r.ts_us), device_id: String(r.device_id), channel: String(r.channel), metric: nullable(r.metric), environment_id: nullable(r.environment_id), value: Number(r.value),
 })
 
+const ENCODER = new TextEncoder()
 /** Cached series prefixes per device, and channels per device, past which a cache starts over (bounds memory). */
 const MAX_DEVICES = 100_000
 const MAX_CHANNELS = 1024
 
 /**
- * The escaped ILP prefix of each device's channel (`table,account_id=…,device_id=…,channel=…,metric=…,environment_id=… value=`),
- * kept beside the device configuration it was built from: a reading whose mapping differs (the device's channels
+ * The escaped ILP prefix of each device's channel (`table,account_id=…,device_id=…,channel=…,metric=…,environment_id=… value=`)
+ * as UTF-8 bytes, kept beside the device configuration it was built from: a reading whose mapping differs (the device's channels
  * were changed) builds it again. The mapping's strings come from the cached device configuration, so the check is
  * one identity comparison each.
  */
 export class SeriesPrefixes {
-  private readonly devices = new Map<string, Map<string, { accountId: string; metric: string | null; environmentId: string | null; prefix: string }>>()
+  private readonly devices = new Map<string, Map<string, { accountId: string; metric: string | null; environmentId: string | null; prefix: Uint8Array }>>()
   constructor(private readonly table: string) {}
 
-  of(r: Reading): string {
+  of(r: Reading): Uint8Array {
     let channels = this.devices.get(r.deviceId)
     if (!channels) {
       if (this.devices.size >= MAX_DEVICES) this.devices.clear()
@@ -72,7 +73,7 @@ export class SeriesPrefixes {
     const hit = channels.get(r.channel)
     if (hit && hit.metric === r.metric && hit.environmentId === r.environmentId && hit.accountId === r.accountId) return hit.prefix
     if (channels.size >= MAX_CHANNELS) channels.clear()
-    const prefix = seriesPrefix(this.table, [['account_id', r.accountId], ['device_id', r.deviceId], ['channel', r.channel], ['metric', r.metric], ['environment_id', r.environmentId]], 'value')
+    const prefix = ENCODER.encode(seriesPrefix(this.table, [['account_id', r.accountId], ['device_id', r.deviceId], ['channel', r.channel], ['metric', r.metric], ['environment_id', r.environmentId]], 'value'))
     channels.set(r.channel, { accountId: r.accountId, metric: r.metric, environmentId: r.environmentId, prefix })
     return prefix
   }
@@ -84,16 +85,18 @@ const describeReading = (readings: readonly Reading[]) => (line: number) => {
   return r && `device ${r.deviceId}, channel ${r.channel}, ts ${new Date(r.ts).toISOString()}, value ${r.value}`
 }
 
-/** Writes readings into `table` over ILP/HTTP as QUESTDB_ILP says: one batch, one request, resolved on QuestDB's 2xx. */
-export function ilpReadingsWriter(configuration: string, table: string): (readings: readonly Reading[]) => Promise<void> {
+/**
+ * Writes readings into `table` over ILP/HTTP as QUESTDB_ILP says: one batch, one request, resolved on QuestDB's 2xx.
+ * The ILP version is settled once, here (ilpVersion: asked of the server unless QUESTDB_ILP names it).
+ */
+export async function ilpReadingsWriter(configuration: string, table: string): Promise<(readings: readonly Reading[]) => Promise<void>> {
   const target = ilpTarget(configuration)
+  const body = new IlpBody(await ilpVersion(target))
   const prefixes = new SeriesPrefixes(table)
   return async (readings) => {
     if (!readings.length) return
-    // One string for the whole batch: JS concatenation builds it without copying row by row.
-    let body = ''
-    for (const r of readings) body += prefixes.of(r) + rowText(r.value, r.ts)
-    await postIlp(target, body, describeReading(readings))
+    for (const r of readings) body.row(prefixes.of(r), r.value, r.ts)
+    await postIlp(target, body.take(), describeReading(readings))
   }
 }
 
@@ -141,7 +144,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
   if (!config.questdbPgUrl) throw new Error('QUESTDB_PG_URL is needed with QUESTDB_ILP: queries go over PG wire')
   const table = config.questdbTable
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error('QUESTDB_TABLE must be a plain identifier')
-  const writeIlp = ilpReadingsWriter(config.questdbIlp!, table)
+  const writeIlp = await ilpReadingsWriter(config.questdbIlp!, table)
   // Queries have this pool to themselves (ingest goes over ILP/HTTP). The startup option statement_timeout is
   // QuestDB's per-connection query timeout on 7.4 and 9.x alike (SET statement_timeout is accepted and ignored):
   // a backstop should our CancelRequest be lost. Closing the connection is no cancel: after postgres.js's
