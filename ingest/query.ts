@@ -21,15 +21,17 @@ const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
 const JSON_LIMIT = { default: 1000, max: 10_000 }
 const CSV_LIMIT = { default: 100_000, max: 1_000_000 }
 /**
- * Rows fetched from the store per step of a CSV stream: memory stays at one step, whatever the file's size. As many
- * as a JSON page holds at most: each step is a round of store queries, and a file should cost no more than pages.
+ * Rows fetched from the store per step of a CSV stream: memory stays at one step, whatever the file's size. Steps of
+ * 10,000 (a JSON page's most) made fewer round trips, but one such step through PGlite left 40 MB of garbage, near
+ * the bound test/processes/readings-export-memory.test.ts holds a file to (50 MB over idle).
  */
-const CSV_STEP_ROWS = JSON_LIMIT.max
+const CSV_STEP_ROWS = 5000
 /**
  * Bun collects garbage lazily, and the embedded store's result buffers are large: left alone, an export through
- * PGlite grew the process by about 2 KB per row (1.1 GB for 300,000 rows) before any collection ran. A stream
- * whose process has grown this much since it began, or since its last collection, asks for one after the step
- * (about 30 ms on PGlite).
+ * PGlite grew the process by about 2 KB per row (1.1 GB for 300,000 rows) before any collection ran, and through
+ * Postgres by 136 MB for a million rows. A stream whose process has grown this much since the stream began asks
+ * for a collection after each step (about 30 ms on PGlite). Measured again after each collection instead, the
+ * allocator's kept pages let a million-row export through Postgres grow 75 MB.
  */
 const CSV_GC_SLACK_BYTES = 16 * 2 ** 20
 
@@ -318,7 +320,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       let resumeAfter = after
       let headerSent = false
       let sent = 0
-      let collectAbove = process.memoryUsage.rss() + CSV_GC_SLACK_BYTES
+      const collectAbove = process.memoryUsage.rss() + CSV_GC_SLACK_BYTES
       const isoOf = instantText()
       const fields = columns.slice(1) as (keyof Row)[]
       const lineOf = (row: Row) => {
@@ -346,12 +348,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
             if (rows.length) resumeAfter = positionKey(rows[rows.length - 1]!, groupBy)
             controller.enqueue(encoder.encode(text))
             if (finished) return controller.close()
-            if (process.memoryUsage.rss() > collectAbove) {
-              Bun.gc(true)
-              // Measured again after the collection: the allocator keeps pages it freed, so against the first
-              // measure every later step would collect (a full collection per step of 10,000 rows).
-              collectAbove = process.memoryUsage.rss() + CSV_GC_SLACK_BYTES
-            }
+            if (process.memoryUsage.rss() > collectAbove) Bun.gc(true)
           } catch (error) {
             controller.error(error)
           }
