@@ -201,54 +201,42 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
     async buckets(filter, spec, limit, after?: BucketPosition, skip = 0, signal = NO_DEADLINE) {
       if (filter.from >= filter.to) return []
       const pieces = rollupPieces(filter.from, filter.to, spec.interval, await caughtUp(signal))
-      const byMetric = spec.groupBy === 'metric'
-      // Ordered by bucket and group here (bytewise, as the planner merges), so a group's variants arrive together.
-      const groupColumns = byMetric ? 'metric' : 'device_id, channel'
       const rows = await query(`select cast(ts as long) ts_us, device_id, channel, metric, environment_id, cnt, sum_v, min_v, max_v, last_v, cast(last_ts as long) last_us
-        from (${sampledPieces(table, filter, spec, pieces)})${byMetric ? ' where metric is not null' : ''} order by ts_us, ${groupColumns}`, signal)
+        from (${sampledPieces(table, filter, spec, pieces)})`, signal)
       // A bucket row is a device's channel: its variants (a channel whose mapping changed within the bucket) add up,
       // and its metric and environment are those of the variant read last. Grouped by metric, the variants with that
       // metric add up, and `last` is the value read last (the greatest of those read at that same time). The store's
       // rows cover the filter's window whole: callers ask for stretches about the size of a page (ingest/planner.ts).
-      const out: BucketRow[] = []
-      let group: (BucketRow & { lastUs: number; sum: number }) | undefined
-      let skipped = 0
-      const finish = () => {
-        if (!group) return true
-        const position = groupKey(group, spec.groupBy)
-        if (after && (group.ts < after[0] || (group.ts === after[0] && compareKeys(position, [after[1], after[2]]) <= 0))) return true
-        if (skipped < skip) { skipped++; return true }
-        const row: BucketRow = { ts: group.ts, ...(byMetric ? {} : { device_id: group.device_id, channel: group.channel }), metric: group.metric, environment_id: group.environment_id }
-        const values: Record<string, number> = { avg: group.sum / group.count!, min: group.min!, max: group.max!, last: group.last!, count: group.count! }
-        for (const a of spec.aggregates) row[a] = values[a]
-        out.push(row)
-        return out.length < limit
-      }
+      const byMetric = spec.groupBy === 'metric'
+      const merged = new Map<string, BucketRow & { lastUs: number; sum: number }>()
       for (const r of rows) {
-        const ts = micros(r.ts_us)
         const metric = nullable(r.metric)
-        const deviceId = String(r.device_id)
-        const channel = String(r.channel)
+        if (byMetric && metric === null) continue
+        const key = `${r.ts_us}\u0000${byMetric ? metric : `${r.device_id}\u0000${r.channel}`}`
         const lastUs = Number(r.last_us)
         const last = Number(r.last_v)
-        const same = group && group.ts === ts && (byMetric ? group.metric === metric : group.device_id === deviceId && group.channel === channel)
-        if (!same) {
-          if (!finish()) return out
+        const had = merged.get(key)
+        if (!had) {
           const identity = byMetric
             ? { metric, environment_id: filter.environmentId ?? null }
-            : { device_id: deviceId, channel, metric, environment_id: nullable(r.environment_id) }
-          group = { ts, ...identity, count: Number(r.cnt), sum: Number(r.sum_v), min: Number(r.min_v), max: Number(r.max_v), last, lastUs }
+            : { device_id: String(r.device_id), channel: String(r.channel), metric, environment_id: nullable(r.environment_id) }
+          merged.set(key, { ts: micros(r.ts_us), ...identity, count: Number(r.cnt), sum: Number(r.sum_v), min: Number(r.min_v), max: Number(r.max_v), last, lastUs })
           continue
         }
-        const had = group!
         had.count! += Number(r.cnt); had.sum += Number(r.sum_v)
         had.min = Math.min(had.min!, Number(r.min_v)); had.max = Math.max(had.max!, Number(r.max_v))
         if (lastUs > had.lastUs || (lastUs === had.lastUs && last > had.last!)) {
           Object.assign(had, { lastUs, last }, byMetric ? {} : { metric, environment_id: nullable(r.environment_id) })
         }
       }
-      finish()
-      return out
+      const ordered = [...merged.values()].sort((a, b) => a.ts - b.ts || compareKeys(groupKey(a, spec.groupBy), groupKey(b, spec.groupBy)))
+      const past = after ? ordered.filter((r) => r.ts > after[0] || (r.ts === after[0] && compareKeys(groupKey(r, spec.groupBy), [after[1], after[2]]) > 0)) : ordered
+      return past.slice(skip, skip + limit).map((r) => {
+        const row: BucketRow = { ts: r.ts, ...(byMetric ? {} : { device_id: r.device_id, channel: r.channel }), metric: r.metric, environment_id: r.environment_id }
+        const values: Record<string, number> = { avg: r.sum / r.count!, min: r.min!, max: r.max!, last: r.last!, count: r.count! }
+        for (const a of spec.aggregates) row[a] = values[a]
+        return row
+      })
     },
     async latest(filter, limit, after?: LatestPosition, signal = NO_DEADLINE) {
       const rows = await query(`select * from (
