@@ -4,6 +4,7 @@
 import { Elysia, t } from 'elysia'
 import { ApiError } from '../src/http/errors.ts'
 import { op } from '../src/http/operation.ts'
+import type { HotAnswer, HotHandlers } from '../src/http/hot-path.ts'
 import { API_PREFIX, type Pipeline } from '../src/http/pipeline.ts'
 import { requestState } from '../src/http/request-state.ts'
 import { principalMacro, principalOf } from '../src/http/request.ts'
@@ -55,27 +56,40 @@ const PingBody = t.Object({
   ts: t.Optional(t.Union([t.String(), t.Integer()])),
 }, { additionalProperties: t.Union([t.String(), t.Number()]), $id: '#/components/schemas/PingBody' })
 
+/** POST /sensors/readings: the batch parsed against the device's channels, stored, and the answer's body. */
+async function submitReadings(ingest: Ingest, principal: Principal, readings: readonly unknown[]) {
+  // Awaited only on a cache miss: an await costs a turn of the microtask queue on every request.
+  const known = deviceOf(ingest, principal)
+  const device = known instanceof Promise ? await known : known
+  const parsed = parseBatch(readings, device, Date.now())
+  await accept(ingest, device, parsed)
+  return { accepted: parsed.readings.length, rejected: parsed.rejected }
+}
+
+/** /sensors/ping: every field but key and ts a channel; any bad field refuses the ping (422). */
+async function submitPing(ingest: Ingest, request: Request, fields: Record<string, unknown>, where: string) {
+  // Not the principal macro: POST /sensors/ping may authenticate in its handler (the key in the body).
+  const known = deviceOf(ingest, principalOf(request))
+  const device = known instanceof Promise ? await known : known
+  const { parsed, problems } = parsePing(fields, device, Date.now(), where)
+  if (!parsed) throw new ApiError('validation_failed', PING_REFUSED, { errors: problems })
+  await accept(ingest, device, parsed)
+}
+
+/** POST /sensors/ping: the body's fields over the query's; a key in the body is admitted here (Pipeline.admitDeferred). */
+async function submitPingForm(ingest: Ingest, pipeline: Pipeline, request: Request, query: Record<string, unknown>, body: object | null | undefined) {
+  const fields = { ...query, ...(body ?? {}) } as Record<string, unknown>
+  await pipeline.admitDeferred(request, typeof fields.key === 'string' ? fields.key : undefined)
+  return submitPing(ingest, request, fields, body ? '/body' : '/query')
+}
+
 export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline) {
-  const ping = async (request: Request, set: { status?: number | string }, fields: Record<string, unknown>, where: string) => {
-    // Not the principal macro: POST /sensors/ping may authenticate in its handler (the key in the body).
-    const known = deviceOf(ingest, principalOf(request))
-    const device = known instanceof Promise ? await known : known
-    const { parsed, problems } = parsePing(fields, device, Date.now(), where)
-    if (!parsed) throw new ApiError('validation_failed', PING_REFUSED, { errors: problems })
-    await accept(ingest, device, parsed)
-    // A status and no body, rather than a Response: Elysia would copy a returned Response to add our headers.
-    set.status = 204
-  }
   return new Elysia({ name: 'ingest', prefix: API_PREFIX })
     .use(principalMacro)
     .post('/sensors/readings', async ({ principal, body, set }) => {
-      // Awaited only on a cache miss: an await costs a turn of the microtask queue on every request.
-      const known = deviceOf(ingest, principal)
-      const device = known instanceof Promise ? await known : known
-      const parsed = parseBatch(body.readings, device, Date.now())
-      await accept(ingest, device, parsed)
+      const answer = await submitReadings(ingest, principal, body.readings)
       set.status = 202
-      return { accepted: parsed.readings.length, rejected: parsed.rejected }
+      return answer
     }, {
       principal: true,
       body: ReadingsBatch,
@@ -87,17 +101,20 @@ export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline)
         tags: ['Sensors'], auth: ['device'], errors: [422, 503],
       }),
     })
-    .get('/sensors/ping', ({ request, query, set }) => ping(request, set, query, '/query'), {
+    .get('/sensors/ping', async ({ request, query, set }) => {
+      await submitPing(ingest, request, query, '/query')
+      // A status and no body, rather than a Response: Elysia would copy a returned Response to add our headers.
+      set.status = 204
+    }, {
       query: PingFields,
       response: { 204: t.Void({ description: 'Stored.' }) },
       detail: op({ operationId: 'submitPing', summary: 'Submit readings from constrained firmware', description: 'Channels and values in the query string: `?key=<device key>&t1=27.5&h1=61`.', tags: ['Sensors'], auth: ['device'], errors: [422, 503], keyParam: 'key' }),
     })
     .post('/sensors/ping', async ({ request, query, body, set }) => {
-      const fields = { ...query, ...(body ?? {}) } as Record<string, unknown>
-      await pipeline.admitDeferred(request, typeof fields.key === 'string' ? fields.key : undefined)
+      await submitPingForm(ingest, pipeline, request, query, body)
       // The response headers were taken before the deferred check counted the key: add its RateLimit headers.
       Object.assign(set.headers, requestState(request).headers)
-      return ping(request, set, fields, body ? '/body' : '/query')
+      set.status = 204
     }, {
       query: PingFields,
       body: t.Optional(PingBody),
@@ -108,4 +125,22 @@ export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline)
         tags: ['Sensors'], auth: ['device'], errors: [422, 503], keyParam: 'key', keyInBody: true, accepts: ['application/x-www-form-urlencoded', 'application/json'],
       }),
     })
+}
+
+const NO_CONTENT: HotAnswer = { status: 204 }
+
+/**
+ * The same three routes on Bun.serve's own router (src/http/hot-path.ts): the handlers above, with the routes'
+ * declarations (schemas, op()) read from ingestRoutes.
+ */
+export function ingestHotHandlers({ ingest }: { ingest: Ingest }, pipeline: Pipeline): HotHandlers {
+  return {
+    [`${API_PREFIX}/sensors/readings`]: {
+      POST: async ({ request, body }) => ({ status: 202, body: await submitReadings(ingest, principalOf(request), body.readings) }),
+    },
+    [`${API_PREFIX}/sensors/ping`]: {
+      GET: async ({ request, query }) => { await submitPing(ingest, request, query, '/query'); return NO_CONTENT },
+      POST: async ({ request, query, body }) => { await submitPingForm(ingest, pipeline, request, query, body); return NO_CONTENT },
+    },
+  }
 }

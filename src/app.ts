@@ -7,10 +7,11 @@ import './http/formats.ts'
 import { deliverDeclaredHeaders } from './http/declared-response.ts'
 import { docsPage } from './http/docs-page.ts'
 import { buildOpenApiDocument } from './http/openapi-document.ts'
-import { parseJsonBody, unstorableFields } from './http/json-body.ts'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { op } from './http/operation.ts'
-import { readBody, RUNTIME_BODY_LIMIT } from './http/checks/body-limits.ts'
+import { RUNTIME_BODY_LIMIT } from './http/checks/body-limits.ts'
+import { parseRequestBody, refuseUnstorableQuery } from './http/request-body.ts'
+import { hotRoutes, type BunRoutes, type DeclaredRoute } from './http/hot-path.ts'
 import { API_PREFIX, createPipeline } from './http/pipeline.ts'
 import { requestState, type RequestState } from './http/request-state.ts'
 import { routeLabel } from './observability.ts'
@@ -21,7 +22,7 @@ import { metricsModule } from './modules/platform/metrics.ts'
 import { BackendHealth } from './modules/platform/backend-health.ts'
 import { RouteTable } from './http/route-table.ts'
 import { readingsRoutes } from '../ingest/query.ts'
-import { ingestRoutes } from '../ingest/routes.ts'
+import { ingestHotHandlers, ingestRoutes } from '../ingest/routes.ts'
 import { consoleModule } from './console/index.ts'
 import { accountModule } from './modules/account/index.ts'
 import { activitiesModule } from './modules/activities/index.ts'
@@ -83,6 +84,22 @@ export function createApp(deps: Deps) {
     config: deps.config, authenticator: deps.authenticator, rateLimiter: deps.rateLimiter, platform: deps.platform, cors,
     routes: () => routeTable!,
   })
+  /** The problem answering `error` (Elysia's code for what it threw itself), with the request's headers. */
+  const errorResponse = (code: string | number, error: unknown, request: Request): Response => {
+    const apiError = toApiError(code, error, request.url)
+    const state = requestState(request)
+    state.errorStatus = apiError.status
+    if (apiError.code === 'internal_error') deps.log.error('request failed', { request_id: state.requestId, error: String((error as Error)?.stack ?? error) })
+    else if (apiError.code === 'service_unavailable' && !(error instanceof ApiError)) deps.log.warn('database unavailable', { request_id: state.requestId, error: String((error as Error)?.message ?? error) })
+    return problemResponse(apiError, state.requestId, deps.config.publicUrl, state.headers)
+  }
+  const ingestOnBunRoutes: BunRoutes = hotRoutes({
+    pipeline,
+    routes: () => (app as AnyElysia).routes as unknown as DeclaredRoute[],
+    errorResponse,
+    record: (method, route, status, state) => recordRequest(deps, method, route, status, state),
+    fallback: (request): Response | Promise<Response> => (app as AnyElysia).fetch(request),
+  }, ingestHotHandlers(deps, pipeline))
   const health = new BackendHealth({ ...deps, lagBoundMs: (deps.config.ingestLog?.lagBoundSeconds ?? 30) * 1000 })
   let openApiDocument: Record<string, unknown> | undefined
   // Built on first request, once every route is registered (the document describes the finished app).
@@ -95,6 +112,9 @@ export function createApp(deps: Deps) {
     serve: {
       // Every body reaches the checks, which answer 413 as problem+json (checks/body-limits.ts).
       maxRequestBodySize: RUNTIME_BODY_LIMIT,
+      // The device ingest endpoints on Bun's router, before Elysia (http/hot-path.ts); Elysia's listen() puts these
+      // over its own handlers for the same paths and methods. app.handle() still answers them through Elysia.
+      routes: ingestOnBunRoutes,
       error(error: Error) {
         const requestId = `req_${ulid()}`
         deps.log.error('request failed outside the app', { request_id: requestId, error: String(error?.stack ?? error) })
@@ -121,28 +141,8 @@ export function createApp(deps: Deps) {
       if (admitted) return admitted.then(() => { Object.assign(set.headers, requestState(request).headers) })
       Object.assign(set.headers, requestState(request).headers)
     })
-    .onTransform(({ request }) => {
-      // Text Postgres cannot store (NUL, lone surrogates) would fail the query as a 500; it is the caller's mistake.
-      // Such text can only arrive percent-encoded, so other URLs (the ingest hot path) cost one scan.
-      const url = request.url
-      const queryStart = url.indexOf('?')
-      if (queryStart === -1 || url.indexOf('%', queryStart) === -1) return
-      const unstorable = unstorableFields(Object.fromEntries(new URLSearchParams(url.slice(queryStart + 1))), '/query')
-      if (unstorable.length) throw new ApiError('invalid_parameter', 'A query parameter holds text that cannot be stored.', { errors: unstorable })
-    })
-    .onParse(async ({ request }) => {
-      // JSON only (the pipeline already refused other media types); the size cap holds without Content-Length too.
-      const text = await readBody(request)
-      if (text === '') return null
-      // The pipeline let through only media types the route accepts; forms are for constrained firmware.
-      if (request.headers.get('content-type')?.startsWith('application/x-www-form-urlencoded')) {
-        const fields = Object.fromEntries(new URLSearchParams(text))
-        const unstorable = unstorableFields(fields, '/body')
-        if (unstorable.length) throw new ApiError('validation_failed', 'The body holds text that cannot be stored.', { errors: unstorable })
-        return fields
-      }
-      return parseJsonBody(text)
-    })
+    .onTransform(({ request }) => refuseUnstorableQuery(request.url))
+    .onParse(({ request }) => parseRequestBody(request))
     // ETag and Idempotent-Replayed, as each route's op() declares them (declared-response.ts); a 304 for a GET whose
     // If-None-Match names the current ETag, which does not count against the key's rate limit.
     .onAfterHandle((context) => {
@@ -152,14 +152,7 @@ export function createApp(deps: Deps) {
       if (principal) deps.rateLimiter.refund(principal.keyId, principal.kind, deps.config.rateLimitWindowSeconds * 1000)
       return notModified
     })
-    .onError(({ code, error, request }) => {
-      const apiError = toApiError(code, error, request.url)
-      const state = requestState(request)
-      state.errorStatus = apiError.status
-      if (apiError.code === 'internal_error') deps.log.error('request failed', { request_id: state.requestId, error: String((error as Error)?.stack ?? error) })
-      else if (apiError.code === 'service_unavailable' && !(error instanceof ApiError)) deps.log.warn('database unavailable', { request_id: state.requestId, error: String((error as Error)?.message ?? error) })
-      return problemResponse(apiError, state.requestId, deps.config.publicUrl, state.headers)
-    })
+    .onError(({ code, error, request }) => errorResponse(code, error, request))
     .onAfterResponse(({ request, route, set, responseValue }) => {
       const state = requestState(request)
       // A HEAD is logged once, by the GET that answered it (under its route, as HEAD).
