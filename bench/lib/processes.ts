@@ -17,12 +17,22 @@ export function ourServer(script: string, label: string): string[] {
   return [BUN, '--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${label.replace(/[^A-Za-z0-9_-]+/g, "-")}-${Date.now()}.cpuprofile`, script]
 }
 
-/** A port nobody listens on right now (the kernel picks it). */
+/**
+ * A port nobody listens on right now, below the kernel's ephemeral range (32768 and up on Linux): a port the kernel
+ * picked was once taken by an outgoing connection between this probe and the server's bind (CI's fleet scenario:
+ * MQTT_PORT "already in use"), while a bench holds thousands of connections open.
+ */
 export function freePort(): number {
-  const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() })
-  const port = probe.port!
-  probe.stop(true)
-  return port
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    try {
+      Bun.serve({ hostname: '127.0.0.1', port, fetch: () => new Response() }).stop(true)
+      return port
+    } catch {
+      // Taken: another.
+    }
+  }
+  throw new Error('no free port found between 20000 and 32000')
 }
 
 export interface Child {
