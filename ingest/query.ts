@@ -356,7 +356,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
         },
       }, { highWaterMark: 0 })
       // Elysia types a handler's answer as one shape; a Response is sent as it is, outside the JSON schema.
-      return new Response(body, { status: 200, headers }) as unknown as Page<ReturnType<ReturnType<typeof presenter>>>
+      return new Response(body, { status: 200, headers }) as unknown as Page<PresentedRow>
     }, {
       principal: true,
       query: Query,
@@ -382,7 +382,8 @@ function instantText(): (ms: number) => string {
 }
 
 /** A row as the API shows it, `ts` as text: one presenter per page. */
-function presenter() {
+type PresentedRow = Omit<Row, 'ts'> & { ts: string }
+function presenter(): (row: Row) => PresentedRow {
   const isoOf = instantText()
   return (row: Row) => ({ ...row, ts: isoOf(row.ts) })
 }
@@ -392,8 +393,8 @@ function presenter() {
  * the tests (test/http/readings-*.test.ts), so Elysia's check of every field of every row (a quarter of the CPU of a
  * 10,000-row page, most of it the date-time pattern) is not run per request.
  */
-function jsonPage(page: Page<ReturnType<ReturnType<typeof presenter>>>, headers: Record<string, unknown>): Page<ReturnType<ReturnType<typeof presenter>>> {
+function jsonPage(page: Page<PresentedRow>, headers: Record<string, unknown>): Page<PresentedRow> {
   const response = new Response(JSON.stringify(page), { status: 200, headers: { ...(headers as Record<string, string>), 'content-type': 'application/json;charset=utf-8' } })
   // Elysia types a handler's answer as one shape; a Response is sent as it is, outside the JSON schema.
-  return response as unknown as Page<ReturnType<ReturnType<typeof presenter>>>
+  return response as unknown as Page<PresentedRow>
 }
