@@ -31,6 +31,8 @@ export interface IlpTarget {
   url: string
   /** GET here lists the ILP versions the server reads (QuestDB 9.x). */
   settingsUrl: string
+  /** QuestDB's SQL over HTTP, on the same server and credentials: how the store reads (questdb.ts). */
+  execUrl: string
   /** As QUESTDB_ILP says: 'auto' asks the server (ilpVersion). */
   protocolVersion: 'auto' | IlpVersion
   headers: Record<string, string>
@@ -85,6 +87,7 @@ export function ilpTarget(configuration: string): IlpTarget {
   return {
     url: `${origin}/write?precision=ms`,
     settingsUrl: `${origin}/settings`,
+    execUrl: `${origin}/exec`,
     protocolVersion: options.protocol_version === 'auto' ? 'auto' : options.protocol_version === '2' ? 2 : 1,
     headers,
     tls: secure ? { rejectUnauthorized: options.tls_verify !== false, ca: options.tls_ca ? readFileSync(options.tls_ca, 'utf8') : undefined } : undefined,

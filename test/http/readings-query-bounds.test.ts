@@ -11,7 +11,9 @@ import { sqlStore } from '../../ingest/stores/sql.ts'
 import { ensurePartitions } from '../../ingest/stores/sql-layout.ts'
 import { NO_DEADLINE, type Fill, type Grouping, type IntervalName, type Reading, type ReadingsStore } from '../../ingest/stores/interface.ts'
 import { loadConfig } from '../../src/config.ts'
-import { cancellable, ReadCancelled } from '../../db/client.ts'
+import { ReadCancelled } from '../../db/client.ts'
+import { ilpTarget } from '../../ingest/stores/ilp.ts'
+import { questdbReader } from '../../ingest/stores/questdb.ts'
 import { createTestEnv, problem, REAL_DATABASE_URL, REAL_REDIS_URL, waitFor, type TestEnv } from '../helpers.ts'
 
 type Key = Awaited<ReturnType<TestEnv['account']>>
@@ -324,29 +326,28 @@ describe('ingest never waits behind queries', () => {
 })
 
 const QUESTDB_PG_URL = process.env.QUESTDB_PG_URL || undefined
-if (!QUESTDB_PG_URL) console.log('readings-query-bounds.test: QuestDB cancel test skipped: set QUESTDB_ILP and QUESTDB_PG_URL to run it')
+const QUESTDB_ILP = process.env.QUESTDB_ILP || undefined
+if (!QUESTDB_PG_URL || !QUESTDB_ILP) console.log('readings-query-bounds.test: QuestDB cancel tests skipped: set QUESTDB_ILP and QUESTDB_PG_URL to run them')
 
-describe.skipIf(!QUESTDB_PG_URL)('deadlines on QuestDB: a cancelled read stops in the server', () => {
-  test('the CancelRequest postgres.js sends stops the query (query_activity no longer lists it) and the connection stays usable', async () => {
-    // The QuestDB store's pool is made the same way (ingest/stores/questdb.ts): prepare off, statement_timeout as a startup option.
-    const sql = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {}, connection: { options: '-c statement_timeout=60000' } })
-    const monitor = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
-    try {
-      const probe = 'select count() from long_sequence(100000000000) where x % 7 = 3'
-      const listed = async () => (await monitor.unsafe(`select query, state from query_activity()`)).filter((r) => String(r.query).includes('long_sequence(100000000000)') && r.state === 'active').length
-      const aborter = new AbortController()
-      const pending = cancellable(sql.unsafe(probe) as never, aborter.signal).then(() => 'finished', (e) => e)
-      await waitFor(async () => (await listed()) === 1, 10_000, 50)
-      aborter.abort()
-      const outcome = await pending
-      expect(outcome).toBeInstanceOf(ReadCancelled)
-      expect((outcome as ReadCancelled).started).toBe(true)
-      // The same connection answers at once (7.4 keeps the stopped query's row until its connection runs another).
-      expect((await sql.unsafe('select 1 as one'))[0]!.one).toBe(1)
-      await waitFor(async () => (await listed()) === 0, 5_000, 50)
-    } finally {
-      await sql.end()
-      await monitor.end()
-    }
+describe.skipIf(!QUESTDB_PG_URL || !QUESTDB_ILP)('deadlines on QuestDB: a cancelled read stops in the server', () => {
+  const probe = 'select count() from long_sequence(100000000000) where x % 7 = 3'
+  let monitor: postgres.Sql
+  beforeAll(() => { monitor = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} }) })
+  afterAll(async () => { await monitor.end() })
+  const listed = async () => (await monitor.unsafe(`select query, state from query_activity()`)).filter((r) => String(r.query).includes('long_sequence(100000000000)') && r.state === 'active').length
+
+  test('aborting a read over HTTP /exec (how the store reads) closes its connection and QuestDB stops the query', async () => {
+    const read = questdbReader(ilpTarget(QUESTDB_ILP!), 2, 60_000)
+    const aborter = new AbortController()
+    const pending = read(probe, aborter.signal).then(() => 'finished', (e) => e)
+    await waitFor(async () => (await listed()) === 1, 10_000, 50)
+    aborter.abort()
+    const outcome = await pending
+    expect(outcome).toBeInstanceOf(ReadCancelled)
+    expect((outcome as ReadCancelled).started).toBe(true)
+    await waitFor(async () => (await listed()) === 0, 5_000, 50)
+    // The reader goes on answering.
+    expect(await read('select 1 as one')).toEqual([[1]])
   })
+
 })
