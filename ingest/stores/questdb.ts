@@ -13,7 +13,7 @@ import type { SeriesCatalogue } from '../series.ts'
 import { IlpBody, ilpTarget, ilpVersion, postIlp, seriesPrefix, type IlpTarget } from './ilp.ts'
 import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
 import { rollupPieces, ROLLUP_LEVELS, type Piece } from '../planner.ts'
-import { compareKeys, groupKey, NO_DEADLINE, type AggregationSpec, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
+import { compareKeys, NO_DEADLINE, type AggregationSpec, type GroupKey, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
 
 /**
  * SAMPLE BY's unit: the interval names 1m…1d are QuestDB's own (`m` minutes, `h` hours, `d` days); a calendar month
@@ -44,6 +44,8 @@ function afterSeries(tsColumn: string, after: SeriesPosition): string {
 }
 
 type Row = Record<string, unknown>
+/** A bucket of one group, its variants added up (buckets below). */
+interface Merged { ts: number; first: string; second: string; metric: string | null; environment_id: string | null; count: number; sum: number; min: number; max: number; last: number; lastUs: number }
 /** A row of an /exec answer: its values in the order the query selects them. */
 type Values = unknown[]
 const micros = (value: unknown) => Math.round(Number(value) / 1000)
@@ -244,35 +246,60 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
       // metric add up, and `last` is the value read last (the greatest of those read at that same time). The store's
       // rows cover the filter's window whole: callers ask for stretches about the size of a page (ingest/planner.ts).
       const byMetric = spec.groupBy === 'metric'
-      const merged = new Map<string, BucketRow & { lastUs: number; sum: number }>()
+      // Groups are numbered as they are met (device, then channel; or metric) and ordered once, by key; a bucket holds
+      // its groups' rows by number. Sorting every row by its key text instead took a seventh of the server's CPU on an
+      // hourly walk, and keying a Map by text as much again.
+      const groupIds = new Map<string, Map<string, number>>()
+      const groupKeys: GroupKey[] = []
+      const buckets = new Map<number, (Merged | undefined)[]>()
       for (const [tsUs, device, channel, metricValue, environment, cnt, sum, min, max, lastValue, lastTs] of rows) {
         const metric = nullable(metricValue)
         if (byMetric && metric === null) continue
-        const key = `${tsUs}\u0000${byMetric ? metric : `${device}\u0000${channel}`}`
+        const first = byMetric ? metric! : String(device)
+        const second = byMetric ? '' : String(channel)
+        let seconds = groupIds.get(first)
+        if (!seconds) groupIds.set(first, (seconds = new Map()))
+        let id = seconds.get(second)
+        if (id === undefined) {
+          seconds.set(second, (id = groupKeys.length))
+          groupKeys.push([first, second])
+        }
+        const ts = micros(tsUs)
+        let slots = buckets.get(ts)
+        if (!slots) buckets.set(ts, (slots = []))
         const lastUs = Number(lastTs)
         const last = Number(lastValue)
-        const had = merged.get(key)
+        const had = slots[id]
         if (!had) {
-          const identity = byMetric
-            ? { metric, environment_id: filter.environmentId ?? null }
-            : { device_id: String(device), channel: String(channel), metric, environment_id: nullable(environment) }
-          merged.set(key, { ts: micros(tsUs), ...identity, count: Number(cnt), sum: Number(sum), min: Number(min), max: Number(max), last, lastUs })
+          slots[id] = { ts, first, second, metric, environment_id: byMetric ? filter.environmentId ?? null : nullable(environment), count: Number(cnt), sum: Number(sum), min: Number(min), max: Number(max), last, lastUs }
           continue
         }
-        had.count! += Number(cnt); had.sum += Number(sum)
-        had.min = Math.min(had.min!, Number(min)); had.max = Math.max(had.max!, Number(max))
-        if (lastUs > had.lastUs || (lastUs === had.lastUs && last > had.last!)) {
-          Object.assign(had, { lastUs, last }, byMetric ? {} : { metric, environment_id: nullable(environment) })
+        had.count += Number(cnt); had.sum += Number(sum)
+        had.min = Math.min(had.min, Number(min)); had.max = Math.max(had.max, Number(max))
+        if (lastUs > had.lastUs || (lastUs === had.lastUs && last > had.last)) {
+          had.lastUs = lastUs; had.last = last
+          if (!byMetric) { had.metric = metric; had.environment_id = nullable(environment) }
         }
       }
-      const ordered = [...merged.values()].sort((a, b) => a.ts - b.ts || compareKeys(groupKey(a, spec.groupBy), groupKey(b, spec.groupBy)))
-      const past = after ? ordered.filter((r) => r.ts > after[0] || (r.ts === after[0] && compareKeys(groupKey(r, spec.groupBy), [after[1], after[2]]) > 0)) : ordered
-      return past.slice(skip, skip + limit).map((r) => {
-        const row: BucketRow = { ts: r.ts, ...(byMetric ? {} : { device_id: r.device_id, channel: r.channel }), metric: r.metric, environment_id: r.environment_id }
-        const values: Record<string, number> = { avg: r.sum / r.count!, min: r.min!, max: r.max!, last: r.last!, count: r.count! }
-        for (const a of spec.aggregates) row[a] = values[a]
-        return row
-      })
+      const groupOrder = groupKeys.map((_, id) => id).sort((a, b) => compareKeys(groupKeys[a]!, groupKeys[b]!))
+      const out: BucketRow[] = []
+      let skipped = 0
+      for (const ts of [...buckets.keys()].sort((a, b) => a - b)) {
+        if (after && ts < after[0]) continue
+        const slots = buckets.get(ts)!
+        for (const id of groupOrder) {
+          const r = slots[id]
+          if (!r || (after && ts === after[0] && compareKeys(groupKeys[id]!, [after[1], after[2]]) <= 0)) continue
+          if (skipped++ < skip) continue
+          const row: BucketRow = byMetric
+            ? { ts, metric: r.metric, environment_id: r.environment_id }
+            : { ts, device_id: r.first, channel: r.second, metric: r.metric, environment_id: r.environment_id }
+          for (const a of spec.aggregates) row[a] = a === 'avg' ? r.sum / r.count : r[a]
+          out.push(row)
+          if (out.length === limit) return out
+        }
+      }
+      return out
     },
     async latest(filter, limit, after?: LatestPosition, signal = NO_DEADLINE) {
       const rows = await query(`select * from (
