@@ -177,11 +177,71 @@ function sampledPieces(table: string, filter: ReadingsFilter, spec: AggregationS
 }
 
 /**
+ * The same statistics from the raw readings alone, without the time of each variant's last reading: a plain SAMPLE
+ * BY that QuestDB runs as a parallel GROUP BY. A page of 10,000 days read 0.23-0.38 s this way on 7.4.2 against
+ * 1.2 s through sampledPieces (same rows, same values). Without that time, variants of one group in one bucket
+ * cannot be told apart by which came last: buckets() asks sampledPieces instead where that matters.
+ */
+function sampledRaw(table: string, filter: ReadingsFilter, spec: AggregationSpec): string {
+  return `select ts, device_id, channel, metric, environment_id, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, 0 last_ts
+    from ${table} where ${where(filter)} sample by ${sampleUnit(spec.interval)} align to calendar`
+}
+
+/**
+ * Rows of a SAMPLE BY (sampledPieces, sampledRaw) merged per bucket and group; undefined when, read `withTimes`
+ * false, a channel has several variants in a bucket.
+ */
+function mergeVariants(rows: Values[], byMetric: boolean, filter: ReadingsFilter, withTimes: boolean): { groupKeys: GroupKey[]; buckets: Map<number, (Merged | undefined)[]> } | undefined {
+  // A bucket row is a device's channel: its variants (a channel whose mapping changed within the bucket) add up,
+  // and its metric and environment are those of the variant read last. Grouped by metric, the variants with that
+  // metric add up, and `last` is the value read last (the greatest of those read at that same time). The store's
+  // rows cover the filter's window whole: callers ask for stretches about the size of a page (ingest/planner.ts).
+  // Groups are numbered as they are met (device, then channel; or metric) and ordered once, by key; a bucket holds
+  // its groups' rows by number. Sorting every row by its key text instead took a seventh of the server's CPU on an
+  // hourly walk, and keying a Map by text as much again.
+  const groupIds = new Map<string, Map<string, number>>()
+  const groupKeys: GroupKey[] = []
+  const buckets = new Map<number, (Merged | undefined)[]>()
+  for (const [tsUs, device, channel, metricValue, environment, cnt, sum, min, max, lastValue, lastTs] of rows) {
+    const metric = nullable(metricValue)
+    if (byMetric && metric === null) continue
+    const first = byMetric ? metric! : String(device)
+    const second = byMetric ? '' : String(channel)
+    let seconds = groupIds.get(first)
+    if (!seconds) groupIds.set(first, (seconds = new Map()))
+    let id = seconds.get(second)
+    if (id === undefined) {
+      seconds.set(second, (id = groupKeys.length))
+      groupKeys.push([first, second])
+    }
+    const ts = micros(tsUs)
+    let slots = buckets.get(ts)
+    if (!slots) buckets.set(ts, (slots = []))
+    const lastUs = Number(lastTs)
+    const last = Number(lastValue)
+    const had = slots[id]
+    // Without the times, which of two variants came last is unknown: the caller asks again with them.
+    if (had && !withTimes && !byMetric) return undefined
+    if (!had) {
+      slots[id] = { ts, first, second, metric, environment_id: byMetric ? filter.environmentId ?? null : nullable(environment), count: Number(cnt), sum: Number(sum), min: Number(min), max: Number(max), last, lastUs }
+      continue
+    }
+    had.count += Number(cnt); had.sum += Number(sum)
+    had.min = Math.min(had.min, Number(min)); had.max = Math.max(had.max, Number(max))
+    if (lastUs > had.lastUs || (lastUs === had.lastUs && last > had.last)) {
+      had.lastUs = lastUs; had.last = last
+      if (!byMetric) { had.metric = metric; had.environment_id = nullable(environment) }
+    }
+  }
+  return { groupKeys, buckets }
+}
+
+/**
  * `catalogue` (in the records database) registers each series before its first reading is written: the server
  * always gives one; a tool or test that only writes and reads QuestDB may leave it out.
  */
 export async function questdbStore(config: Config, catalogue?: SeriesCatalogue): Promise<ReadingsStore> {
-  if (!config.questdbPgUrl) throw new Error('QUESTDB_PG_URL is needed with QUESTDB_ILP: queries go over PG wire')
+  if (!config.questdbPgUrl) throw new Error('QUESTDB_PG_URL is needed with QUESTDB_ILP: the table, its views and expiry go over PG wire')
   const table = config.questdbTable
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error('QUESTDB_TABLE must be a plain identifier')
   const writeIlp = await ilpReadingsWriter(config.questdbIlp!, table)
@@ -239,48 +299,20 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
     async buckets(filter, spec, limit, after?: BucketPosition, skip = 0, signal = NO_DEADLINE) {
       if (filter.from >= filter.to) return []
       const pieces = rollupPieces(filter.from, filter.to, spec.interval, await caughtUp(signal))
-      const rows = await query(`select cast(ts as long) ts_us, device_id, channel, metric, environment_id, cnt, sum_v, min_v, max_v, last_v, cast(last_ts as long) last_us
-        from (${sampledPieces(table, filter, spec, pieces)})`, signal)
-      // A bucket row is a device's channel: its variants (a channel whose mapping changed within the bucket) add up,
-      // and its metric and environment are those of the variant read last. Grouped by metric, the variants with that
-      // metric add up, and `last` is the value read last (the greatest of those read at that same time). The store's
-      // rows cover the filter's window whole: callers ask for stretches about the size of a page (ingest/planner.ts).
       const byMetric = spec.groupBy === 'metric'
-      // Groups are numbered as they are met (device, then channel; or metric) and ordered once, by key; a bucket holds
-      // its groups' rows by number. Sorting every row by its key text instead took a seventh of the server's CPU on an
-      // hourly walk, and keying a Map by text as much again.
-      const groupIds = new Map<string, Map<string, number>>()
-      const groupKeys: GroupKey[] = []
-      const buckets = new Map<number, (Merged | undefined)[]>()
-      for (const [tsUs, device, channel, metricValue, environment, cnt, sum, min, max, lastValue, lastTs] of rows) {
-        const metric = nullable(metricValue)
-        if (byMetric && metric === null) continue
-        const first = byMetric ? metric! : String(device)
-        const second = byMetric ? '' : String(channel)
-        let seconds = groupIds.get(first)
-        if (!seconds) groupIds.set(first, (seconds = new Map()))
-        let id = seconds.get(second)
-        if (id === undefined) {
-          seconds.set(second, (id = groupKeys.length))
-          groupKeys.push([first, second])
-        }
-        const ts = micros(tsUs)
-        let slots = buckets.get(ts)
-        if (!slots) buckets.set(ts, (slots = []))
-        const lastUs = Number(lastTs)
-        const last = Number(lastValue)
-        const had = slots[id]
-        if (!had) {
-          slots[id] = { ts, first, second, metric, environment_id: byMetric ? filter.environmentId ?? null : nullable(environment), count: Number(cnt), sum: Number(sum), min: Number(min), max: Number(max), last, lastUs }
-          continue
-        }
-        had.count += Number(cnt); had.sum += Number(sum)
-        had.min = Math.min(had.min, Number(min)); had.max = Math.max(had.max, Number(max))
-        if (lastUs > had.lastUs || (lastUs === had.lastUs && last > had.last)) {
-          had.lastUs = lastUs; had.last = last
-          if (!byMetric) { had.metric = metric; had.environment_id = nullable(environment) }
-        }
+      const read = async (sampled: string) => query(`select cast(ts as long) ts_us, device_id, channel, metric, environment_id, cnt, sum_v, min_v, max_v, last_v, cast(last_ts as long) last_us
+        from (${sampled})`, signal)
+      // Where the window is raw readings alone (QuestDB 7.4 always) the plain SAMPLE BY answers, unless the times of
+      // the last readings are needed: `last` across a metric's series, or (met while merging) a channel with several
+      // variants in one bucket, whose metric and environment are those of the variant read last.
+      const plain = pieces.every((piece) => piece.level === 'raw') && !(byMetric && spec.aggregates.includes('last'))
+      let rows = await read(plain ? sampledRaw(table, filter, spec) : sampledPieces(table, filter, spec, pieces))
+      let merged = mergeVariants(rows, byMetric, filter, !plain)
+      if (!merged) {
+        rows = await read(sampledPieces(table, filter, spec, pieces))
+        merged = mergeVariants(rows, byMetric, filter, true)!
       }
+      const { groupKeys, buckets } = merged
       const groupOrder = groupKeys.map((_, id) => id).sort((a, b) => compareKeys(groupKeys[a]!, groupKeys[b]!))
       const out: BucketRow[] = []
       let skipped = 0

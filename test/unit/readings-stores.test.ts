@@ -19,7 +19,11 @@ let env: TestEnv
 let sql: ReadingsStore
 let quest: ReadingsStore
 
-/** A deterministic data set: 3 devices × 3 channels, one reading every 37 s over 6 hours, some unmapped; dev_a/t1 is silent 08:00–09:30. */
+/**
+ * A deterministic data set: 3 devices × 3 channels, one reading every 37 s over 6 hours, some unmapped; dev_a/t1 is
+ * silent 08:00–09:30; dev_b/h1 moves to another environment at 09:07, within a bucket of most intervals (a channel
+ * with two variants there: its bucket takes the metric and environment of the later).
+ */
 function generate(accountId: string, other: string): Reading[] {
   let seed = 42
   const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
@@ -31,7 +35,8 @@ function generate(accountId: string, other: string): Reading[] {
         if (device === 'dev_a' && channel === 't1' && ts >= base + 2 * 3_600_000 && ts < base + 3.5 * 3_600_000) continue
         out.push({
           accountId: device === 'dev_c' ? other : accountId, deviceId: device, channel, ts, value: Math.round(random() * 10_000) / 100,
-          metric: channel === 'x9' ? null : channel === 't1' ? 'temperature' : 'humidity', environmentId: channel === 'x9' ? null : `env_${device}`,
+          metric: channel === 'x9' ? null : channel === 't1' ? 'temperature' : 'humidity',
+          environmentId: channel === 'x9' ? null : device === 'dev_b' && channel === 'h1' && ts >= base + 3 * 3_600_000 + 7 * 60_000 ? 'env_moved' : `env_${device}`,
         })
       }
     }
