@@ -101,6 +101,35 @@ export function rollupPieces(from: number, to: number, interval: IntervalName, a
   return cover(from, to, 0)
 }
 
+/**
+ * The pieces with the `staleDays` (day starts, ascending) a rollup piece covers taken out and read from the raw
+ * readings instead: days whose rollups may lag what was written (QuestDB 7.4's own rollups, questdb-rollups.ts).
+ * Days are whole buckets of every level, so what is left of a rollup piece is still whole buckets of its level.
+ */
+export function withoutStale(pieces: readonly Piece[], staleDays: readonly number[]): Piece[] {
+  if (!staleDays.length) return [...pieces]
+  const out: Piece[] = []
+  const push = (piece: Piece) => {
+    if (piece.from >= piece.to) return
+    const last = out[out.length - 1]
+    if (last && last.level === 'raw' && piece.level === 'raw' && last.to === piece.from) last.to = piece.to
+    else out.push({ ...piece })
+  }
+  for (const piece of pieces) {
+    if (piece.level === 'raw') { push(piece); continue }
+    let from = piece.from
+    for (const day of staleDays) {
+      const dayEnd = day + DAY_MS
+      if (dayEnd <= from || day >= piece.to) continue
+      push({ level: piece.level, from, to: Math.max(from, day) })
+      push({ level: 'raw', from: Math.max(from, day), to: Math.min(piece.to, dayEnd) })
+      from = Math.min(piece.to, dayEnd)
+    }
+    push({ level: piece.level, from, to: piece.to })
+  }
+  return out
+}
+
 /** The earliest instant each level is sure to hold: midnight UTC, its retention's days before today (0 days: forever). */
 export function retentionHorizons(retention: ReadingsRetention, now: number): RetentionHorizons {
   const today = Math.floor(now / DAY_MS) * DAY_MS

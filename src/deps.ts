@@ -103,7 +103,7 @@ async function startFeatures(core: Core, options: Pick<DepsOptions, 'readings' |
   const rateLimiter = new RateLimiter(shared)
   const catalogue = new SeriesCatalogue(database)
   const reader = { connections: config.readingsQueries.connections, statementTimeoutMs: config.readingsQueries.timeoutMs + 1_000 }
-  const readings = options.readings ? options.readings(database) : config.questdbIlp ? await questdbStore(config, catalogue) : sqlStore(database, reader, catalogue)
+  const readings = options.readings ? options.readings(database) : config.questdbIlp ? await questdbStore(config, catalogue, { records: database, log: (message, error) => log.warn(message, { error: String(error) }) }) : sqlStore(database, reader, catalogue)
   const dispatcher = new Dispatcher(database, config, log, systemResolver, { onAttempt: (outcome) => metrics.webhookAttempts.inc([outcome]) })
   const alerts = new AlertEvaluator({ db: database.db, shared, readings, log, now: options.clock })
   await alerts.start()

@@ -97,9 +97,11 @@ export async function createTestEnv(overrides: Partial<Config> = {}, options: De
   }
 }
 
-/** Drops a QuestDB readings table of a test's own, with the rollup views our store makes for it (8.3.1 and later). */
+/** Drops a QuestDB readings table of a test's own, with the rollups our store makes for it (views from 8.3.1, tables on 7.4). */
 export async function dropQuestdbTable(admin: { unsafe(query: string): Promise<unknown> }, table: string): Promise<void> {
-  for (const name of [`${table}_1d`, `${table}_1h`, `${table}_1m`]) await admin.unsafe(`drop materialized view if exists ${name}`).catch(() => {})
+  for (const name of [`${table}_1d`, `${table}_1h`, `${table}_1m`]) {
+    await admin.unsafe(`drop materialized view if exists ${name}`).catch(async () => { await admin.unsafe(`drop table if exists ${name}`).catch(() => {}) })
+  }
   await admin.unsafe(`drop table if exists ${table}`).catch(() => {})
 }
 

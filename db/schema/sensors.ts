@@ -121,3 +121,14 @@ const rollupTable = (name: string) => pgTable(name, {
 export const readingRollups1m = rollupTable('reading_rollups_1m')
 export const readingRollups1h = rollupTable('reading_rollups_1h')
 export const readingRollups1d = rollupTable('reading_rollups_1d')
+
+/**
+ * The minutes written to a QuestDB readings table (`store`) whose rollup tables of our own (QuestDB 7.4, no
+ * materialized views) may not reflect them yet: marked on write, removed by the refresh once settled
+ * (ingest/stores/questdb-rollups.ts). Days holding a mark are read from the raw readings.
+ */
+export const readingRollupMarks = pgTable('reading_rollup_marks', {
+  store: text('store').notNull(),
+  minute: instant('minute').notNull(),
+  marked_at: instant('marked_at').notNull().defaultNow(),
+}, (t) => [primaryKey({ name: 'reading_rollup_marks_pkey', columns: [t.store, t.minute] })])

@@ -106,9 +106,15 @@ export interface ReadingsStore {
   readonly kind: 'questdb' | 'sql'
   /**
    * The rollup levels the store keeps (ingest/planner.ts ROLLUP_LEVELS): every level on the SQL store; on QuestDB
-   * its materialized views (8.3.1 on), none on 7.4. What a window before the raw readings' horizon can be answered from.
+   * its materialized views (8.3.1 on), or on 7.4 tables of our own (questdb-rollups.ts). What a window before the raw
+   * readings' horizon can be answered from.
    */
   readonly rollupLevels: readonly RollupLevel[]
+  /**
+   * Brings rollups kept apart from the write up to date now (QuestDB 7.4's own), treating writes older than
+   * `settleMs` as finished; a no-op where rollups are kept with the write or by the store. For tests and tools.
+   */
+  refreshRollups?(settleMs?: number): Promise<void>
   /**
    * Drops what every level's retention has passed, whole partitions at a time, never row by row; prepares what
    * writes will need next (the SQL store's partitions ahead of time). Safe to run from several processes at once.

@@ -104,13 +104,14 @@ async function gone(sql: Sql, name: string, unit: PartitionUnit, doomed: Partiti
   }
 }
 
-/** 7.4: drops the raw table's partitions before the horizon. */
-async function dropPartitions(sql: Sql, table: string, horizon: number): Promise<string[]> {
-  const doomed = expired(await partitionsOf(sql, table, 'day'), horizon, 'day')
+/** 7.4: drops a table's partitions before the horizon (the readings, and our rollup tables: questdb-rollups.ts). */
+async function dropPartitions(sql: Sql, table: string, unit: PartitionUnit, horizon: number): Promise<string[]> {
+  const doomed = expired(await partitionsOf(sql, table, unit), horizon, unit)
   if (!doomed.length) return []
-  const firstKept = new Date(periodAt(horizon, 'day') * DAY_MS).toISOString()
+  const period = periodAt(horizon, unit)
+  const firstKept = new Date(unit === 'day' ? period * DAY_MS : Date.UTC(Math.floor(period / 12), period % 12, 1)).toISOString()
   await alter(sql, table, `alter table ${table} drop partition where ts < '${firstKept}'`)
-  return gone(sql, table, 'day', doomed)
+  return gone(sql, table, unit, doomed)
 }
 
 /** A TTL or refresh limit as QuestDB keeps it internally: hours when positive, months when negative, 0 for none. */
@@ -161,11 +162,16 @@ async function limitRefresh(sql: Sql, view: string, rawHorizon: number, now: num
 }
 
 /**
- * Expires the readings table `table` and, where `views` gives them, its rollup views (`${table}_${level}`, partitioned
- * by `views[level]`).
+ * Expires the readings table `table` and its rollups (`${table}_${level}`, partitioned by `rollups.partitions[level]`):
+ * materialized views (8.3.1 on) by TTL, our own tables (7.4) by DROP PARTITION; without rollups, the table alone.
  */
-export async function expireQuestdb(sql: Sql, table: string, views: Record<RollupLevel, PartitionUnit> | undefined, horizons: RetentionHorizons, now: number): Promise<MaintenanceReport> {
-  if (!views) return { dropped: await dropPartitions(sql, table, horizons.raw), created: [] }
+export async function expireQuestdb(sql: Sql, table: string, rollups: { kind: 'views' | 'tables'; partitions: Record<RollupLevel, PartitionUnit> } | undefined, horizons: RetentionHorizons, now: number): Promise<MaintenanceReport> {
+  if (rollups?.kind !== 'views') {
+    const dropped = await dropPartitions(sql, table, 'day', horizons.raw)
+    for (const level of rollups ? (['1m', '1h', '1d'] as const) : []) dropped.push(...(await dropPartitions(sql, `${table}_${level}`, rollups!.partitions[level], horizons[level])))
+    return { dropped, created: [] }
+  }
+  const views = rollups.partitions
   // The limit first: from the moment raw partitions go, no refresh may reach them.
   await limitRefresh(sql, `${table}_1m`, horizons.raw, now)
   const dropped = await expireByTtl(sql, 'table', table, 'day', horizons.raw, now)

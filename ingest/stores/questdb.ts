@@ -7,12 +7,13 @@
 // moment later.
 import postgres from 'postgres'
 import type { Config } from '../../src/config.ts'
-import { ReadCancelled } from '../../db/client.ts'
+import { ReadCancelled, type Database } from '../../db/client.ts'
 import { Lanes } from '../lanes.ts'
 import type { SeriesCatalogue } from '../series.ts'
 import { IlpBody, ilpTarget, ilpVersion, postIlp, seriesPrefix, type IlpTarget } from './ilp.ts'
 import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
-import { rollupPieces, ROLLUP_LEVELS, type Piece } from '../planner.ts'
+import { rollupPieces, ROLLUP_LEVELS, withoutStale, type Piece } from '../planner.ts'
+import { OwnRollups } from './questdb-rollups.ts'
 import { compareKeys, NO_DEADLINE, type AggregationSpec, type GroupKey, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
 
 /**
@@ -240,7 +241,7 @@ function mergeVariants(rows: Values[], byMetric: boolean, filter: ReadingsFilter
  * `catalogue` (in the records database) registers each series before its first reading is written: the server
  * always gives one; a tool or test that only writes and reads QuestDB may leave it out.
  */
-export async function questdbStore(config: Config, catalogue?: SeriesCatalogue): Promise<ReadingsStore> {
+export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, own?: { records: Pick<Database, 'query'>; log: (message: string, error: unknown) => void }): Promise<ReadingsStore> {
   if (!config.questdbPgUrl) throw new Error('QUESTDB_PG_URL is needed with QUESTDB_ILP: the table, its views and expiry go over PG wire')
   const table = config.questdbTable
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error('QUESTDB_TABLE must be a plain identifier')
@@ -257,11 +258,16 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
     ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol, value double
   ) timestamp(ts) partition by day wal dedup upsert keys(ts, device_id, channel)`)
 
-  // Materialized views where the server has them; a refused CREATE (7.4) leaves the store on the table alone.
+  // Materialized views where the server has them; where a CREATE is refused (7.4), rollup tables of our own kept from
+  // marks in the records database (questdb-rollups.ts), or, given no records database (a tool, a test of QuestDB
+  // alone), the table alone.
   let views = true
   for (const level of ['1m', '1h', '1d'] as const) {
     if (views) await sql.unsafe(viewSql(table, level)).catch(() => { views = false })
   }
+  const tables = !views && own ? new OwnRollups(sql, own.records, table, VIEW_PARTITIONS) : undefined
+  await tables?.create()
+  tables?.start((error) => own!.log('QuestDB rollups refresh failed', error))
   /** The levels whose views have caught up with what they are built from (each level on the one below it). */
   const caughtUp = async (signal: AbortSignal): Promise<RollupLevel[]> => {
     if (!views) return []
@@ -283,13 +289,20 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
 
   return {
     kind: 'questdb',
-    rollupLevels: views ? ROLLUP_LEVELS.map((l) => l.name) : [],
+    rollupLevels: views || tables ? ROLLUP_LEVELS.map((l) => l.name) : [],
     // DROP PARTITION on 7.4, TTL where there are views (questdb-expiry.ts says why).
-    maintain: (horizons, now) => expireQuestdb(sql, table, views ? VIEW_PARTITIONS : undefined, horizons, now),
+    maintain(horizons, now) {
+      if (tables) tables.rawHorizon = horizons.raw
+      return expireQuestdb(sql, table, views ? { kind: 'views', partitions: VIEW_PARTITIONS } : tables ? { kind: 'tables', partitions: VIEW_PARTITIONS } : undefined, horizons, now)
+    },
+    async refreshRollups(settleMs) {
+      while (tables && (await tables.refresh(settleMs)).more);
+    },
     async write(readings) {
       if (!readings.length) return
       await catalogue?.idsOf(readings)
-      await writeIlp(readings)
+      // The minutes are marked before the write is acknowledged (questdb-rollups.ts says why), alongside it.
+      await Promise.all([tables?.mark(readings.map((r) => r.ts)), writeIlp(readings)])
     },
     async raw(filter, limit, after?: SeriesPosition, skip = 0, signal = NO_DEADLINE) {
       const rows = await query(`select ${RAW_COLUMNS} from ${table} where ${where(filter)}${after ? ` and ${afterSeries('ts', after)}` : ''}
@@ -298,7 +311,9 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
     },
     async buckets(filter, spec, limit, after?: BucketPosition, skip = 0, signal = NO_DEADLINE) {
       if (filter.from >= filter.to) return []
-      const pieces = rollupPieces(filter.from, filter.to, spec.interval, await caughtUp(signal))
+      const pieces = tables
+        ? withoutStale(rollupPieces(filter.from, filter.to, spec.interval), await tables.staleDays(filter.from, filter.to))
+        : rollupPieces(filter.from, filter.to, spec.interval, await caughtUp(signal))
       const byMetric = spec.groupBy === 'metric'
       const read = async (sampled: string) => query(`select cast(ts as long) ts_us, device_id, channel, metric, environment_id, cnt, sum_v, min_v, max_v, last_v, cast(last_ts as long) last_us
         from (${sampled})`, signal)
@@ -345,6 +360,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue):
       await Promise.all([query('select 1'), sql.unsafe('select 1')])
     },
     async close() {
+      await tables?.stop()
       await sql.end({ timeout: 5 })
     },
   }

@@ -191,6 +191,9 @@ async function writeWithRetriesAndLateArrivals(store: ReadingsStore, readings: R
   const lateOnes = readings.filter((_, i) => late[i])
   await store.write(onTime)
   await store.write(onTime.slice(0, Math.ceil(onTime.length / 2))) // a retried batch
+  // Rollups kept apart from the write (QuestDB 7.4's own) brought up to date here: the late readings then lie in days
+  // the rollups do not reflect yet, which the planner reads raw.
+  await store.refreshRollups?.(0)
   await store.write(lateOnes) // readings arriving late for old buckets
   await store.write(lateOnes) // and redelivered
 }
@@ -275,7 +278,7 @@ describe.skipIf(!QUESTDB_ILP || !QUESTDB_PG_URL)('the planner equals the raw ans
   let store: ReadingsStore
   beforeAll(async () => {
     env = await createTestEnv()
-    store = await questdbStore(loadConfig({}, { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table }), new SeriesCatalogue(env.deps.database))
+    store = await questdbStore(loadConfig({}, { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table }), new SeriesCatalogue(env.deps.database), { records: env.deps.database, log: (message, error) => console.error(message, error) })
   })
   afterAll(async () => {
     await store?.close()
@@ -290,12 +293,15 @@ describe.skipIf(!QUESTDB_ILP || !QUESTDB_PG_URL)('the planner equals the raw ans
     // the server has materialized views) until the rollup views have caught up, so the planner reads them.
     const admin = postgres(QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
     const viewsExist = (await admin.unsafe(`select view_name from materialized_views() where view_name = '${table}_1m'`).catch(() => [])).length > 0
-    console.log(`readings-planner.test: QuestDB ${viewsExist ? 'has materialized views: the rollup views are read' : 'has no materialized views (before 8.3.1): raw readings are read'}`)
+    console.log(`readings-planner.test: QuestDB ${viewsExist ? 'has materialized views: the rollup views are read' : 'has no materialized views (before 8.3.1): our own rollup tables are read'}`)
     const viewsCaughtUp = async () => (await admin.unsafe(`select refresh_base_table_txn, base_table_txn, view_status from materialized_views() where view_name like '${table}_%'`))
       .every((r) => r.view_status === 'valid' && Number(r.refresh_base_table_txn) === Number(r.base_table_txn))
+    let runs = 0
     const settle = async (accountId: string, count: number) => {
       await waitFor(async () => (await store.raw({ accountId, from: 0, to: Date.UTC(2030, 0, 1) }, count + 1)).length === count, 30_000, 50)
       if (viewsExist) await waitFor(viewsCaughtUp, 30_000, 50)
+      // 7.4's own rollups: every other run reads them with the late readings in them too.
+      else if (runs++ % 2) await store.refreshRollups!(0)
     }
     try {
       await fc.assert(property(scale, () => store, () => new SeriesCatalogue(env.deps.database), settle), { numRuns })

@@ -1,0 +1,171 @@
+// Rollups of our own where QuestDB has no materialized views (7.4; views exist from 8.3.1): tables `${table}_1m`,
+// `_1h` and `_1d` shaped as the views are (questdb.ts), kept from what the readings table holds.
+//
+// Every write marks the minutes its readings fall in (reading_rollup_marks, in the records database) before it is
+// acknowledged. A refresh recomputes the marked minutes from the readings table once QuestDB has applied every write
+// acknowledged before it began (wal_tables()), then their hours from the minutes and their days from the hours,
+// upserting (DEDUP UPSERT KEYS): so a retried batch counts once and a late reading updates its old buckets, as with
+// the views. A mark is removed only once it has gone unchanged for SETTLE_MS: every write that touched its minute was
+// acknowledged, and is in the rollups, by then (a write is answered within its request timeout, 10 s).
+//
+// Exactness: until its mark is removed, a minute's day counts as stale, and the planner reads stale days from the raw
+// readings (planner.ts withoutStale), so every answer equals the raw one whatever the refresh has reached.
+//
+// Several processes may refresh at once. A refresh gives up, recording nothing, once it has run CYCLE_LIMIT_MS, so a
+// slow one cannot land an older computation after the one that removed a mark: each statement is also bounded by the
+// connection's statement timeout, and a mark is removed only by a refresh begun SETTLE_MS after its last write.
+import type { Sql } from 'postgres'
+import type { Database } from '../../db/client.ts'
+import type { PartitionUnit } from './questdb-expiry.ts'
+import type { RollupLevel } from './interface.ts'
+
+const MINUTE_MS = 60_000
+const HOUR_MS = 3_600_000
+const DAY_MS = 86_400_000
+/** How long a mark stays after its minute was last written (see above). */
+export const SETTLE_MS = 60_000
+/** A refresh past this long stops without recording anything (see above). */
+const CYCLE_LIMIT_MS = 20_000
+/** Marked minutes taken per refresh: about a month, a few seconds of QuestDB's time. */
+const MINUTES_PER_REFRESH = 43_200
+/** How often the refresher runs; at once again while more minutes wait. */
+const REFRESH_EVERY_MS = 2_000
+/** How long a refresh waits for QuestDB to apply what it was sent. */
+const APPLY_WAIT_MS = 10_000
+
+export const OWN_ROLLUP_COLUMNS = 'cnt long, sum_v double, min_v double, max_v double, last_v double, last_ts timestamp'
+const KEYS = 'ts, account_id, device_id, channel, metric, environment_id'
+
+/** Contiguous stretches of the sorted instants `points`, each `width` wide, as [from, to) pairs merged where they touch. */
+function stretches(points: readonly number[], width: number): [number, number][] {
+  const out: [number, number][] = []
+  for (const point of points) {
+    const from = Math.floor(point / width) * width
+    const last = out[out.length - 1]
+    if (last && from <= last[1]) last[1] = Math.max(last[1], from + width)
+    else out.push([from, from + width])
+  }
+  return out
+}
+
+/** [from, to) pairs cut at day boundaries: one statement reads at most a day. */
+const byDay = (ranges: [number, number][]) => ranges.flatMap(([from, to]) => {
+  const out: [number, number][] = []
+  for (let start = from; start < to; start = Math.floor(start / DAY_MS) * DAY_MS + DAY_MS) out.push([start, Math.min(to, Math.floor(start / DAY_MS) * DAY_MS + DAY_MS)])
+  return out
+})
+
+const instant = (ms: number) => `'${new Date(ms).toISOString()}'`
+
+export class OwnRollups {
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private running: Promise<unknown> | undefined
+  private stopped = false
+  /** The raw readings' horizon the last maintenance run gave: minutes before it are dropped, not recomputed. */
+  rawHorizon = -Infinity
+
+  constructor(private readonly sql: Sql, private readonly records: Pick<Database, 'query'>, private readonly table: string, private readonly partitions: Record<RollupLevel, PartitionUnit>) {}
+
+  async create(): Promise<void> {
+    for (const level of ['1m', '1h', '1d'] as const) {
+      await this.sql.unsafe(`create table if not exists ${this.table}_${level} (ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol,
+        ${OWN_ROLLUP_COLUMNS}) timestamp(ts) partition by ${this.partitions[level]} wal dedup upsert keys(${KEYS})`)
+    }
+  }
+
+  /** Marks the minutes of `timestamps` (ms) as written: done before the write is acknowledged. */
+  async mark(timestamps: Iterable<number>): Promise<void> {
+    const minutes = new Set<number>()
+    for (const ts of timestamps) minutes.add(Math.floor(ts / MINUTE_MS) * MINUTE_MS)
+    await this.records.query(`insert into reading_rollup_marks (store, minute)
+      select $1, timestamptz 'epoch' + m * interval '1 millisecond' from unnest($2::float8[]) as m
+      on conflict (store, minute) do update set marked_at = now()`, [this.table, [...minutes].sort((a, b) => a - b)])
+  }
+
+  /** The days (their starts, ms) within [from, to) holding a marked minute: read raw, not from the rollups. */
+  async staleDays(from: number, to: number): Promise<number[]> {
+    const rows = await this.records.query<{ day: number }>(`select distinct floor(date_part('epoch', minute) / 86400) * 86400000 as day from reading_rollup_marks
+      where store = $1 and minute >= $2::timestamptz and minute < $3::timestamptz`, [this.table, new Date(Math.floor(from / DAY_MS) * DAY_MS).toISOString(), new Date(to).toISOString()])
+    return rows.map((r) => Number(r.day)).sort((a, b) => a - b)
+  }
+
+  /**
+   * One refresh (see the top of the file). `settleMs` below SETTLE_MS is for tests and tools that know no write is
+   * under way. Returns how many marked minutes it took, and whether more wait.
+   */
+  async refresh(settleMs = SETTLE_MS): Promise<{ minutes: number; more: boolean }> {
+    const began = Date.now()
+    const marks = await this.records.query<{ m: number; cutoff: string }>(`select date_part('epoch', minute) * 1000 as m, (now() - $2 * interval '1 millisecond')::text as cutoff
+      from reading_rollup_marks where store = $1 order by minute limit ${MINUTES_PER_REFRESH}`, [this.table, settleMs])
+    if (!marks.length) return { minutes: 0, more: false }
+    const minutes = marks.map((r) => Number(r.m))
+    const cutoff = marks[0]!.cutoff
+    // Everything acknowledged before the marks were read is in the readings table's WAL up to now: wait until applied.
+    if (!(await this.applied(this.table))) return { minutes: 0, more: true }
+    const kept = minutes.filter((m) => m >= this.rawHorizon)
+    const steps: [RollupLevel, string, [number, number][]][] = [
+      ['1m', this.table, byDay(stretches(kept, MINUTE_MS))],
+      ['1h', `${this.table}_1m`, byDay(stretches(kept, HOUR_MS))],
+      ['1d', `${this.table}_1h`, stretches(kept, DAY_MS)],
+    ]
+    for (const [level, source, ranges] of steps) {
+      for (const [from, to] of ranges) {
+        if (Date.now() - began > CYCLE_LIMIT_MS) return { minutes: 0, more: true }
+        await this.sql.unsafe(this.rollupSql(level, source, from, to))
+      }
+      if (!(await this.applied(`${this.table}_${level}`))) return { minutes: 0, more: true }
+    }
+    if (Date.now() - began > CYCLE_LIMIT_MS) return { minutes: 0, more: true }
+    await this.records.query(`delete from reading_rollup_marks where store = $1 and minute = any(select timestamptz 'epoch' + m * interval '1 millisecond' from unnest($2::float8[]) as m)
+      and marked_at < $3::timestamptz`, [this.table, minutes, cutoff])
+    return { minutes: minutes.length, more: minutes.length === MINUTES_PER_REFRESH }
+  }
+
+  /** Runs refresh() every REFRESH_EVERY_MS (at once again while more wait) until stop(). */
+  start(onError: (error: unknown) => void): void {
+    const loop = (ms: number) => {
+      if (this.stopped) return
+      this.timer = setTimeout(() => {
+        this.running = this.refresh()
+          .then((r) => loop(r.more ? 0 : REFRESH_EVERY_MS))
+          .catch((error) => { onError(error); loop(REFRESH_EVERY_MS * 5) })
+      }, ms)
+      this.timer.unref?.()
+    }
+    loop(0)
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    if (this.timer) clearTimeout(this.timer)
+    await this.running?.catch(() => {})
+  }
+
+  /**
+   * One level's buckets in [from, to) recomputed from `source` (the readings, or the level below). The time of the
+   * last reading goes through a copy of ts: QuestDB 7.4 samples each row on its own when a SAMPLE BY aggregates its
+   * designated timestamp.
+   */
+  private rollupSql(level: RollupLevel, source: string, from: number, to: number): string {
+    const window = `ts >= ${instant(from)} and ts < ${instant(to)}`
+    const select = source === this.table
+      ? `select ${KEYS}, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, max(t) last_ts
+         from (select ${KEYS}, value, ts t from ${source} where ${window}) timestamp(ts)`
+      : `select ${KEYS}, sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts from ${source} where ${window}`
+    return `insert into ${this.table}_${level} ${select} sample by ${level} align to calendar`
+  }
+
+  /** Waits until QuestDB has applied every transaction `name` had when asked; false past APPLY_WAIT_MS or if suspended. */
+  private async applied(name: string): Promise<boolean> {
+    const until = Date.now() + APPLY_WAIT_MS
+    let target: number | undefined
+    while (Date.now() < until) {
+      const [row] = await this.sql.unsafe<Record<string, unknown>[]>(`select suspended, writerTxn, sequencerTxn from wal_tables() where name = '${name}'`)
+      if (!row || row.suspended === true) return false
+      target ??= Number(row.sequencerTxn)
+      if (Number(row.writerTxn) >= target) return true
+      await Bun.sleep(20)
+    }
+    return false
+  }
+}
