@@ -4,5 +4,6 @@ CREATE TABLE "reading_rollup_marks" (
 	"store" text NOT NULL,
 	"minute" timestamp (3) with time zone NOT NULL,
 	"marked_at" timestamp (3) with time zone DEFAULT now() NOT NULL,
+	"refreshed_at" timestamp (3) with time zone,
 	CONSTRAINT "reading_rollup_marks_pkey" PRIMARY KEY ("store", "minute")
 );

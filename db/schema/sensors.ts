@@ -131,4 +131,6 @@ export const readingRollupMarks = pgTable('reading_rollup_marks', {
   store: text('store').notNull(),
   minute: instant('minute').notNull(),
   marked_at: instant('marked_at').notNull().defaultNow(),
+  /** When the last refresh that recomputed the minute began: once SETTLE_MS after marked_at, the mark is done. */
+  refreshed_at: instant('refreshed_at'),
 }, (t) => [primaryKey({ name: 'reading_rollup_marks_pkey', columns: [t.store, t.minute] })])

@@ -5,8 +5,10 @@
 // acknowledged. A refresh recomputes the marked minutes from the readings table once QuestDB has applied every write
 // acknowledged before it began (wal_tables()), then their hours from the minutes and their days from the hours,
 // upserting (DEDUP UPSERT KEYS): so a retried batch counts once and a late reading updates its old buckets, as with
-// the views. A mark is removed only once it has gone unchanged for SETTLE_MS: every write that touched its minute was
-// acknowledged, and is in the rollups, by then (a write is answered within its request timeout, 10 s).
+// the views. A mark is removed once a refresh begun SETTLE_MS after its last write has recomputed it: every write
+// that touched its minute was acknowledged before that refresh began (a write is answered within its request
+// timeout, 10 s), so the rollups hold it. A mark refreshed and not yet settled waits: it is not recomputed again
+// until it settles or is written again.
 //
 // Exactness: until its mark is removed, a minute's day counts as stale, and the planner reads stale days from the raw
 // readings (planner.ts withoutStale), so every answer equals the raw one whatever the refresh has reached.
@@ -66,7 +68,20 @@ export class OwnRollups {
 
   constructor(private readonly sql: Sql, private readonly records: Pick<Database, 'query'>, private readonly table: string, private readonly partitions: Record<RollupLevel, PartitionUnit>) {}
 
+  /**
+   * Makes the rollup tables. Made for the first time beside readings already stored (a 7.4 deployment upgraded), every
+   * minute from the first reading to the last is marked first, so those days are read raw until rolled up, never from
+   * empty rollups; marked before the tables exist, a start that fails between the two marks them again.
+   */
   async create(): Promise<void> {
+    const [made] = await this.sql.unsafe<Record<string, unknown>[]>(`select table_name from tables() where table_name = '${this.table}_1d'`)
+    if (!made) {
+      const [span] = await this.sql.unsafe<{ first: Date | null; last: Date | null }[]>(`select min(ts) first, max(ts) last from ${this.table}`)
+      if (span?.first && span.last) {
+        await this.records.query(`insert into reading_rollup_marks (store, minute)
+          select $1, generate_series(date_trunc('minute', $2::timestamptz), $3::timestamptz, interval '1 minute') on conflict do nothing`, [this.table, new Date(span.first).toISOString(), new Date(span.last).toISOString()])
+      }
+    }
     for (const level of ['1m', '1h', '1d'] as const) {
       await this.sql.unsafe(`create table if not exists ${this.table}_${level} (ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol,
         ${OWN_ROLLUP_COLUMNS}) timestamp(ts) partition by ${this.partitions[level]} wal dedup upsert keys(${KEYS})`)
@@ -90,34 +105,38 @@ export class OwnRollups {
   }
 
   /**
-   * One refresh (see the top of the file). `settleMs` below SETTLE_MS is for tests and tools that know no write is
-   * under way. Returns how many marked minutes it took, and whether more wait.
+   * One refresh (see the top of the file): the marks written since their last refresh, or settled since it, are
+   * recomputed; marks whose last refresh began SETTLE_MS after their last write are complete, and removed.
+   * `settleMs` below SETTLE_MS is for tests and tools that know no write is under way. Says whether more wait.
    */
   async refresh(settleMs = SETTLE_MS): Promise<{ minutes: number; more: boolean }> {
     const began = Date.now()
-    const marks = await this.records.query<{ m: number; cutoff: string }>(`select date_part('epoch', minute) * 1000 as m, (now() - $2 * interval '1 millisecond')::text as cutoff
-      from reading_rollup_marks where store = $1 order by minute limit ${MINUTES_PER_REFRESH}`, [this.table, settleMs])
-    if (!marks.length) return { minutes: 0, more: false }
+    const settle = `$2 * interval '1 millisecond'`
+    const marks = await this.records.query<{ m: number; began: string }>(`select date_part('epoch', minute) * 1000 as m, now()::text as began from reading_rollup_marks
+      where store = $1 and (refreshed_at is null or refreshed_at < marked_at or (marked_at < now() - ${settle} and refreshed_at < marked_at + ${settle}))
+      order by refreshed_at nulls first, minute limit ${MINUTES_PER_REFRESH}`, [this.table, settleMs])
     const minutes = marks.map((r) => Number(r.m))
-    const cutoff = marks[0]!.cutoff
-    // Everything acknowledged before the marks were read is in the readings table's WAL up to now: wait until applied.
-    if (!(await this.applied(this.table))) return { minutes: 0, more: true }
-    const kept = minutes.filter((m) => m >= this.rawHorizon)
-    const steps: [RollupLevel, string, [number, number][]][] = [
-      ['1m', this.table, byDay(stretches(kept, MINUTE_MS))],
-      ['1h', `${this.table}_1m`, byDay(stretches(kept, HOUR_MS))],
-      ['1d', `${this.table}_1h`, stretches(kept, DAY_MS)],
-    ]
-    for (const [level, source, ranges] of steps) {
-      for (const [from, to] of ranges) {
-        if (Date.now() - began > CYCLE_LIMIT_MS) return { minutes: 0, more: true }
-        await this.sql.unsafe(this.rollupSql(level, source, from, to))
+    if (minutes.length) {
+      // Everything acknowledged before the marks were read is in the readings table's WAL by now: wait until applied.
+      if (!(await this.applied(this.table))) return { minutes: 0, more: true }
+      const kept = minutes.filter((m) => m >= this.rawHorizon).sort((a, b) => a - b)
+      const steps: [RollupLevel, string, [number, number][]][] = [
+        ['1m', this.table, byDay(stretches(kept, MINUTE_MS))],
+        ['1h', `${this.table}_1m`, byDay(stretches(kept, HOUR_MS))],
+        ['1d', `${this.table}_1h`, stretches(kept, DAY_MS)],
+      ]
+      for (const [level, source, ranges] of steps) {
+        for (const [from, to] of ranges) {
+          if (Date.now() - began > CYCLE_LIMIT_MS) return { minutes: 0, more: true }
+          await this.sql.unsafe(this.rollupSql(level, source, from, to))
+        }
+        if (!(await this.applied(`${this.table}_${level}`))) return { minutes: 0, more: true }
       }
-      if (!(await this.applied(`${this.table}_${level}`))) return { minutes: 0, more: true }
+      if (Date.now() - began > CYCLE_LIMIT_MS) return { minutes: 0, more: true }
+      await this.records.query(`update reading_rollup_marks set refreshed_at = $3::timestamptz
+        where store = $1 and minute = any(select timestamptz 'epoch' + m * interval '1 millisecond' from unnest($2::float8[]) as m)`, [this.table, minutes, marks[0]!.began])
     }
-    if (Date.now() - began > CYCLE_LIMIT_MS) return { minutes: 0, more: true }
-    await this.records.query(`delete from reading_rollup_marks where store = $1 and minute = any(select timestamptz 'epoch' + m * interval '1 millisecond' from unnest($2::float8[]) as m)
-      and marked_at < $3::timestamptz`, [this.table, minutes, cutoff])
+    await this.records.query(`delete from reading_rollup_marks where store = $1 and refreshed_at >= marked_at + ${settle}`, [this.table, settleMs])
     return { minutes: minutes.length, more: minutes.length === MINUTES_PER_REFRESH }
   }
 
