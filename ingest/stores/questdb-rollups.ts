@@ -32,6 +32,11 @@ const CYCLE_LIMIT_MS = 20_000
 const MINUTES_PER_REFRESH = 43_200
 /** How often the refresher runs; at once again while more minutes wait. */
 const REFRESH_EVERY_MS = 2_000
+/** A minute marked by this process is not marked again for this long (mark()). */
+const MARK_AGAIN_MS = 1_000
+/** Only minutes this recent are remembered, and at most this many. */
+const RECENT_MS = 10 * MINUTE_MS
+const MAX_REMEMBERED = 1_000
 /** How long a refresh waits for QuestDB to apply what it was sent. */
 const APPLY_WAIT_MS = 10_000
 
@@ -63,6 +68,8 @@ export class OwnRollups {
   private timer: ReturnType<typeof setTimeout> | undefined
   private running: Promise<unknown> | undefined
   private stopped = false
+  /** Minutes this process marked lately, with when (mark()). */
+  private readonly marked = new Map<number, number>()
   /** The raw readings' horizon the last maintenance run gave: minutes before it are dropped, not recomputed. */
   rawHorizon = -Infinity
 
@@ -88,13 +95,27 @@ export class OwnRollups {
     }
   }
 
-  /** Marks the minutes of `timestamps` (ms) as written: done before the write is acknowledged. */
+  /**
+   * Marks the minutes of `timestamps` (ms) as written: done before the write is acknowledged. A minute this process
+   * marked under MARK_AGAIN_MS ago is not marked again: its mark is then at most that much older than this write,
+   * far inside SETTLE_MS. Marking every batch, four batches in flight updating the same row, took a tenth of the
+   * ingest rate on QuestDB 7.4.2 and tripled its ack p99 at half rate (30 -> 105 ms).
+   */
   async mark(timestamps: Iterable<number>): Promise<void> {
+    const now = Date.now()
+    for (const [minute, at] of this.marked) if (now - at >= MARK_AGAIN_MS) this.marked.delete(minute)
     const minutes = new Set<number>()
-    for (const ts of timestamps) minutes.add(Math.floor(ts / MINUTE_MS) * MINUTE_MS)
+    for (const ts of timestamps) {
+      const minute = Math.floor(ts / MINUTE_MS) * MINUTE_MS
+      if (!this.marked.has(minute)) minutes.add(minute)
+    }
+    if (!minutes.size) return
     await this.records.query(`insert into reading_rollup_marks (store, minute)
       select $1, timestamptz 'epoch' + m * interval '1 millisecond' from unnest($2::float8[]) as m
       on conflict (store, minute) do update set marked_at = now()`, [this.table, [...minutes].sort((a, b) => a - b)])
+    // Remembered once marked (a mark that failed is tried again by the next write), for the recent minutes only: a
+    // backfill's thousands of old minutes are not written again soon.
+    for (const minute of minutes) if (now - minute < RECENT_MS && this.marked.size < MAX_REMEMBERED) this.marked.set(minute, now)
   }
 
   /** The days (their starts, ms) within [from, to) holding a marked minute: read raw, not from the rollups. */
