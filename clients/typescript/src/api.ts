@@ -569,8 +569,7 @@ export interface paths {
          *     expiry drops whole partitions), each counted in whole UTC days back from today. A window that reaches before them is answered from the
          *     rollups where they answer it exactly (an `interval` that is a whole number of a kept level's buckets, from a `from` on its grid); otherwise
          *     422 `beyond_retention` at once, naming the retention and an interval and `from` that fit (never a page that looks like no data). The
-         *     latest readings (`latest=true`) are whatever the store still holds. On QuestDB rollups are materialized views (8.3.1 on); on 7.4 only raw
-         *     readings are kept, so windows before the raw retention are refused.
+         *     latest readings (`latest=true`) are whatever the store still holds. On QuestDB rollups are materialized views (8.3.1 on), on 7.4 tables the service keeps.
          */
         get: operations["queryReadings"];
         put?: never;
