@@ -28,8 +28,11 @@ export async function createReadingsTable(table: string): Promise<void> {
 }
 
 export async function dropTable(table: string): Promise<void> {
-  // Our server makes rollup views on QuestDB 8.3.1 and later: they go first.
-  for (const level of ['1d', '1h', '1m']) await exec(`drop materialized view if exists ${table}_${level}`).catch(() => {})
+  // Our server makes rollup views on QuestDB 8.3.1 and later (they go first), rollup tables on 7.4.
+  for (const level of ['1d', '1h', '1m']) {
+    await exec(`drop materialized view if exists ${table}_${level}`).catch(() => {})
+    await exec(`drop table if exists ${table}_${level}`).catch(() => {})
+  }
   await exec(`drop table if exists ${table}`).catch(() => {})
 }
 
