@@ -32,6 +32,8 @@ const CYCLE_LIMIT_MS = 20_000
 const MINUTES_PER_REFRESH = 43_200
 /** How often the refresher runs; at once again while more minutes wait. */
 const REFRESH_EVERY_MS = 2_000
+/** Marked minutes this close together are recomputed by one statement (stretches()). */
+const MINUTE_GAP_MS = 10 * MINUTE_MS
 /** A minute marked by this process is not marked again for this long (mark()). */
 const MARK_AGAIN_MS = 1_000
 /** Only minutes this recent are remembered, and at most this many. */
@@ -43,13 +45,17 @@ const APPLY_WAIT_MS = 10_000
 export const OWN_ROLLUP_COLUMNS = 'cnt long, sum_v double, min_v double, max_v double, last_v double, last_ts timestamp'
 const KEYS = 'ts, account_id, device_id, channel, metric, environment_id'
 
-/** Contiguous stretches of the sorted instants `points`, each `width` wide, as [from, to) pairs merged where they touch. */
-function stretches(points: readonly number[], width: number): [number, number][] {
+/**
+ * The buckets `width` wide holding the sorted instants `points`, as [from, to) pairs, merged across gaps of up to
+ * `gap`: one statement recomputes a stretch, and readings every 2 minutes (marks on every other minute) made one
+ * statement a minute otherwise (a year loaded at once: 262,800 INSERTs into the minute table).
+ */
+function stretches(points: readonly number[], width: number, gap = 0): [number, number][] {
   const out: [number, number][] = []
   for (const point of points) {
     const from = Math.floor(point / width) * width
     const last = out[out.length - 1]
-    if (last && from <= last[1]) last[1] = Math.max(last[1], from + width)
+    if (last && from <= last[1] + gap) last[1] = Math.max(last[1], from + width)
     else out.push([from, from + width])
   }
   return out
@@ -142,8 +148,8 @@ export class OwnRollups {
       if (!(await this.applied(this.table))) return { minutes: 0, more: true }
       const kept = minutes.filter((m) => m >= this.rawHorizon).sort((a, b) => a - b)
       const steps: [RollupLevel, string, [number, number][]][] = [
-        ['1m', this.table, byDay(stretches(kept, MINUTE_MS))],
-        ['1h', `${this.table}_1m`, byDay(stretches(kept, HOUR_MS))],
+        ['1m', this.table, byDay(stretches(kept, MINUTE_MS, MINUTE_GAP_MS))],
+        ['1h', `${this.table}_1m`, byDay(stretches(kept, HOUR_MS, HOUR_MS))],
         ['1d', `${this.table}_1h`, stretches(kept, DAY_MS)],
       ]
       for (const [level, source, ranges] of steps) {
