@@ -12,7 +12,7 @@ import { Lanes } from '../lanes.ts'
 import type { SeriesCatalogue } from '../series.ts'
 import { IlpBody, ilpTarget, ilpVersion, postIlp, seriesPrefix, type IlpTarget } from './ilp.ts'
 import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
-import { rollupPieces, ROLLUP_LEVELS, withoutStale, type Piece } from '../planner.ts'
+import { INTERVALS, rollupPieces, ROLLUP_LEVELS, withoutStale, type Piece } from '../planner.ts'
 import { OwnRollups } from './questdb-rollups.ts'
 import { compareKeys, NO_DEADLINE, type AggregationSpec, type GroupKey, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
 
@@ -178,6 +178,19 @@ function sampledPieces(table: string, filter: ReadingsFilter, spec: AggregationS
 }
 
 /**
+ * Whether the window is one piece of a rollup level exactly as wide as the interval (a daily query from the day
+ * rollups, hourly from the hour rollups): each of its rows is then one bucket of one variant, read as it is
+ * (rollupRows), and merged like a SAMPLE BY's rows.
+ */
+const asIs = (pieces: readonly Piece[], spec: AggregationSpec) =>
+  pieces.length === 1 && pieces[0]!.level !== 'raw' && ROLLUP_LEVELS.find((l) => l.name === pieces[0]!.level)!.ms === INTERVALS[spec.interval] && spec.interval !== '1w' && spec.interval !== '1mo'
+
+/** A rollup level's rows of the window as they are, shaped as sampledPieces' (see asIs). */
+function rollupRows(table: string, filter: ReadingsFilter, piece: Piece): string {
+  return `select ts, device_id, channel, metric, environment_id, ${VIEW_COLUMNS} from ${table}_${piece.level} where ${where({ ...filter, from: piece.from, to: piece.to })}`
+}
+
+/**
  * The same statistics from the raw readings alone, without the time of each variant's last reading: a plain SAMPLE
  * BY that QuestDB runs as a parallel GROUP BY. A page of 10,000 days read 0.23-0.38 s this way on 7.4.2 against
  * 1.2 s through sampledPieces (same rows, same values). Without that time, variants of one group in one bucket
@@ -272,8 +285,13 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
   const caughtUp = async (signal: AbortSignal): Promise<RollupLevel[]> => {
     if (!views) return []
     const names = ROLLUP_LEVELS.map((l) => `'${table}_${l.name}'`).join(', ')
-    const rows = await query(`select view_name, view_status, refresh_base_table_txn, base_table_txn from materialized_views() where view_name in (${names})`, signal)
+    const [rows, applied] = await Promise.all([
+      query(`select view_name, view_status, refresh_base_table_txn, base_table_txn from materialized_views() where view_name in (${names})`, signal),
+      // A view's refresh is counted once written to the view's WAL; what reads see is what has been applied from it.
+      query(`select name, writerTxn, sequencerTxn from wal_tables() where name in (${names})`, signal),
+    ])
     const fresh = (level: RollupLevel) => rows.some(([name, status, refreshed, base]) => name === `${table}_${level}` && status === 'valid' && Number(refreshed) === Number(base))
+      && applied.some(([name, writer, sequencer]) => name === `${table}_${level}` && Number(writer) === Number(sequencer))
     const levels: RollupLevel[] = []
     for (const level of ['1m', '1h', '1d'] as const) {
       if (!fresh(level)) break
@@ -321,7 +339,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       // the last readings are needed: `last` across a metric's series, or (met while merging) a channel with several
       // variants in one bucket, whose metric and environment are those of the variant read last.
       const plain = pieces.every((piece) => piece.level === 'raw') && !(byMetric && spec.aggregates.includes('last'))
-      let rows = await read(plain ? sampledRaw(table, filter, spec) : sampledPieces(table, filter, spec, pieces))
+      let rows = await read(plain ? sampledRaw(table, filter, spec) : asIs(pieces, spec) ? rollupRows(table, filter, pieces[0]!) : sampledPieces(table, filter, spec, pieces))
       let merged = mergeVariants(rows, byMetric, filter, !plain)
       if (!merged) {
         rows = await read(sampledPieces(table, filter, spec, pieces))
