@@ -130,6 +130,13 @@ export function withoutStale(pieces: readonly Piece[], staleDays: readonly numbe
   return out
 }
 
+/**
+ * Whether each row of a piece's rollup level is one whole bucket of `interval` (hourly from the hour rollups, daily
+ * from the day rollups): a store can then read those rows as they are instead of aggregating them again.
+ */
+export const rowPerBucket = (piece: Piece, interval: IntervalName) =>
+  piece.level !== 'raw' && ROLLUP_LEVELS.find((l) => l.name === piece.level)!.ms === INTERVALS[interval]
+
 /** The earliest instant each level is sure to hold: midnight UTC, its retention's days before today (0 days: forever). */
 export function retentionHorizons(retention: ReadingsRetention, now: number): RetentionHorizons {
   const today = Math.floor(now / DAY_MS) * DAY_MS

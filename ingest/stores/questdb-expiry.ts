@@ -168,7 +168,9 @@ async function limitRefresh(sql: Sql, view: string, rawHorizon: number, now: num
 export async function expireQuestdb(sql: Sql, table: string, rollups: { kind: 'views' | 'tables'; partitions: Record<RollupLevel, PartitionUnit> } | undefined, horizons: RetentionHorizons, now: number): Promise<MaintenanceReport> {
   if (rollups?.kind !== 'views') {
     const dropped = await dropPartitions(sql, table, 'day', horizons.raw)
-    for (const level of rollups ? (['1m', '1h', '1d'] as const) : []) dropped.push(...(await dropPartitions(sql, `${table}_${level}`, rollups!.partitions[level], horizons[level])))
+    if (rollups) {
+      for (const level of ['1m', '1h', '1d'] as const) dropped.push(...(await dropPartitions(sql, `${table}_${level}`, rollups.partitions[level], horizons[level])))
+    }
     return { dropped, created: [] }
   }
   const views = rollups.partitions

@@ -12,7 +12,7 @@ import { Lanes } from '../lanes.ts'
 import type { SeriesCatalogue } from '../series.ts'
 import { IlpBody, ilpTarget, ilpVersion, postIlp, seriesPrefix, type IlpTarget } from './ilp.ts'
 import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
-import { INTERVALS, rollupPieces, ROLLUP_LEVELS, withoutStale, type Piece } from '../planner.ts'
+import { rollupPieces, ROLLUP_LEVELS, rowPerBucket, withoutStale, type Piece } from '../planner.ts'
 import { OwnRollups } from './questdb-rollups.ts'
 import { compareKeys, NO_DEADLINE, type AggregationSpec, type GroupKey, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
 
@@ -182,8 +182,7 @@ function sampledPieces(table: string, filter: ReadingsFilter, spec: AggregationS
  * rollups, hourly from the hour rollups): each of its rows is then one bucket of one variant, read as it is
  * (rollupRows), and merged like a SAMPLE BY's rows.
  */
-const asIs = (pieces: readonly Piece[], spec: AggregationSpec) =>
-  pieces.length === 1 && pieces[0]!.level !== 'raw' && ROLLUP_LEVELS.find((l) => l.name === pieces[0]!.level)!.ms === INTERVALS[spec.interval] && spec.interval !== '1w' && spec.interval !== '1mo'
+const asIs = (pieces: readonly Piece[], spec: AggregationSpec) => pieces.length === 1 && rowPerBucket(pieces[0]!, spec.interval)
 
 /** A rollup level's rows of the window as they are, shaped as sampledPieces' (see asIs). */
 function rollupRows(table: string, filter: ReadingsFilter, piece: Piece): string {
@@ -320,7 +319,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       if (!readings.length) return
       await catalogue?.idsOf(readings)
       // The minutes are marked before the write is acknowledged (questdb-rollups.ts says why), alongside it.
-      await Promise.all([tables?.mark(readings.map((r) => r.ts)), writeIlp(readings)])
+      await Promise.all([tables?.mark(readings), writeIlp(readings)])
     },
     async raw(filter, limit, after?: SeriesPosition, skip = 0, signal = NO_DEADLINE) {
       const rows = await query(`select ${RAW_COLUMNS} from ${table} where ${where(filter)}${after ? ` and ${afterSeries('ts', after)}` : ''}

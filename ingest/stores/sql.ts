@@ -2,7 +2,7 @@
 // per batch through unnest() of column arrays, which also keeps the rollups and each series' newest reading. A
 // retried batch must add nothing: readings are unique on (channel, ts). Partitions: sql-layout.ts.
 import type { Database, ReaderOptions } from '../../db/client.ts'
-import { INTERVALS, rollupPieces, ROLLUP_LEVELS, type Piece } from '../planner.ts'
+import { INTERVALS, rollupPieces, ROLLUP_LEVELS, rowPerBucket, type Piece } from '../planner.ts'
 import { SeriesCatalogue, seriesWhere } from '../series.ts'
 import { dropExpired, ensurePartitions, finishLegacy, hasLegacy, moveLegacyBatch, type LegacyPosition } from './sql-layout.ts'
 import { compareKeys, NO_DEADLINE, type Aggregate, type GroupKey, type AggregationSpec, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
@@ -165,7 +165,7 @@ type GroupShape = 'one' | 'several' | 'metric'
 function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, groups: GroupShape, params: unknown[]): string {
   const pieces = rollupPieces(filter.from, filter.to, spec.interval)
   if (!pieces.length) return `select null::float8 as t, null::int as g, null::int as latest where false`
-  const asIs = (piece: Piece) => groups === 'one' && !PIECE_BIN[spec.interval] && piece.level !== 'raw' && ROLLUP_LEVELS.find((l) => l.name === piece.level)!.ms === INTERVALS[spec.interval]
+  const asIs = (piece: Piece) => groups === 'one' && rowPerBucket(piece, spec.interval)
   const parts: string[] = []
   for (const piece of pieces.filter(asIs)) {
     parts.push(`select date_part('epoch', r.bucket) * 1000 as t, s.g, ${spec.aggregates.map((a) => `${ROW_AGGREGATE_SQL[a]} as "${a}"`).join(', ')}
