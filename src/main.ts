@@ -6,6 +6,7 @@ import { createDeps } from './deps.ts'
 import { purgeExpiredIdempotencyKeys } from './http/idempotency.ts'
 import { demoEnabled, seedDemoAccount } from './seed.ts'
 import { startMqttListener } from '../ingest/mqtt.ts'
+import { keepServingThroughOrphanedConnectionErrors } from './process-guard.ts'
 
 /**
  * A start that cannot go on because of how it was configured (a bad variable, a port already taken) ends with one
@@ -41,6 +42,7 @@ async function prepareStore() {
 
 async function serve() {
   const deps = isWorker ? await createDeps(config, { migrate: false }) : await prepareStore()
+  keepServingThroughOrphanedConnectionErrors(deps.log)
   const app = createApp(deps)
   deps.dispatcher.start()
   try {
