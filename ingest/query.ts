@@ -331,8 +331,8 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       /**
        * The next step, read while this one is encoded and sent (one read at a time per file, as before: it starts
        * once the step before it has arrived). Waiting for the client to ask first left the store idle while each step
-       * was encoded and travelled: a year's daily buckets as CSV (three steps) took longer than the same rows as two
-       * JSON pages.
+       * was encoded and travelled: a year's hourly buckets as CSV (36 files of two steps) took 1,581 ms that way and
+       * 1,444 ms read ahead (median of 5, interleaved on the same data).
        */
       let nextStep: Promise<Row[]> | undefined
       // Never more than the file can still hold: a step reading past the file's end reads rows it drops.
