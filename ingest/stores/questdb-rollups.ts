@@ -72,7 +72,11 @@ function stretches(points: readonly number[], width: number, gap = 0): [number, 
 /** [from, to) pairs cut at day boundaries: one statement reads at most a day. */
 const byDay = (ranges: [number, number][]) => ranges.flatMap(([from, to]) => {
   const out: [number, number][] = []
-  for (let start = from; start < to; start = Math.floor(start / DAY_MS) * DAY_MS + DAY_MS) out.push([start, Math.min(to, Math.floor(start / DAY_MS) * DAY_MS + DAY_MS)])
+  for (let start = from; start < to;) {
+    const nextDay = Math.floor(start / DAY_MS) * DAY_MS + DAY_MS
+    out.push([start, Math.min(to, nextDay)])
+    start = nextDay
+  }
   return out
 })
 
