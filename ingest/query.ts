@@ -400,11 +400,17 @@ function instantText(): (ms: number) => string {
   return (ms) => (ms === lastMs ? lastText : (lastText = new Date((lastMs = ms)).toISOString()))
 }
 
-/** A row as the API shows it, `ts` as text: one presenter per page. */
+/**
+ * A row as the API shows it, `ts` as text: one presenter per page. Every row is the same literal (a field a row lacks
+ * is undefined, which JSON leaves out), so its fields come in one order whatever the row's source.
+ */
 type PresentedRow = Omit<Row, 'ts'> & { ts: string }
 function presenter(): (row: Row) => PresentedRow {
   const isoOf = instantText()
-  return (row: Row) => ({ ...row, ts: isoOf(row.ts) })
+  return (row: Row) => ({
+    ts: isoOf(row.ts), device_id: row.device_id, channel: row.channel, metric: row.metric, environment_id: row.environment_id,
+    value: row.value, avg: row.avg, min: row.min, max: row.max, last: row.last, count: row.count,
+  })
 }
 
 /**

@@ -2,7 +2,7 @@
 // per batch through unnest() of column arrays, which also keeps the rollups and each series' newest reading. A
 // retried batch must add nothing: readings are unique on (channel, ts). Partitions: sql-layout.ts.
 import type { Database, ReaderOptions } from '../../db/client.ts'
-import { INTERVALS, rollupPieces, ROLLUP_LEVELS, rowPerBucket, type Piece } from '../planner.ts'
+import { bucketsIn, INTERVALS, rollupPieces, ROLLUP_LEVELS, rowPerBucket, type Piece } from '../planner.ts'
 import { SeriesCatalogue, seriesWhere } from '../series.ts'
 import { dropExpired, ensurePartitions, finishLegacy, hasLegacy, moveLegacyBatch, type LegacyPosition } from './sql-layout.ts'
 import { compareKeys, NO_DEADLINE, type Aggregate, type GroupKey, type AggregationSpec, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './interface.ts'
@@ -63,7 +63,8 @@ const UNIQUE_VIOLATION = '23505'
 const iso = (ms: number) => new Date(ms).toISOString()
 const toMs = (value: unknown) => (value instanceof Date ? value.getTime() : new Date(String(value)).getTime())
 const num = (value: unknown) => (value === null || value === undefined ? undefined : Number(value))
-const identityOf = (s: ScopedSeries | undefined) => ({ metric: s?.metric ?? null, environment_id: s?.environment_id ?? null })
+/** A series' bucket row before its aggregates, as one literal: a spread of the series' identity cost 3 % of a page's CPU. */
+const seriesRow = (ts: number, key: GroupKey, s: ScopedSeries | undefined): BucketRow => ({ ts, device_id: key[0], channel: key[1], metric: s?.metric ?? null, environment_id: s?.environment_id ?? null })
 
 /**
  * Device ids and channels order and compare bytewise (COLLATE "C") whatever the database's collation: the planner
@@ -139,6 +140,9 @@ function numberGroups(series: readonly ScopedSeries[], groupBy: AggregationSpec[
   }
   return { members, groupOf, keys, firstOf, numberAtOrBefore }
 }
+
+/** The order of bucket rows: by bucket (`t`), then group number (`g`, the groups' order). */
+const byBucketAndGroup = (a: Record<string, unknown>, b: Record<string, unknown>) => (a.t as number) - (b.t as number) || (a.g as number) - (b.g as number)
 
 /** Each aggregate of one rollup row standing for its bucket as it is: a level as wide as the interval, one series per group. */
 const ROW_AGGREGATE_SQL: Record<Aggregate, string> = { avg: 'r.sum / r.count', min: 'r.min', max: 'r.max', count: 'r.count', last: 'r.last_value' }
@@ -280,14 +284,20 @@ export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_REA
       const shape: GroupShape = spec.groupBy === 'metric' ? 'metric' : groups.keys.length < groups.members.length ? 'several' : 'one'
       let text = `select * from (${bucketsSql(filter, spec, shape, params)}) b`
       if (after) text += ` where (t, g) > ($${params.push(after[0])}::float8, $${params.push(groups.numberAtOrBefore([after[1], after[2]]))}::int)`
-      text += ` order by t, g limit $${params.push(limit)} offset $${params.push(skip)}`
-      const rows = await reads.query<Record<string, unknown>>(text, params, signal)
+      // A window that holds at most twice the rows asked for (one per group and bucket; the planner cuts each page's
+      // window so) is sorted here: ordered in Postgres, its rows wait for the sort before the first is sent, and
+      // Postgres's work and ours follow each other instead of overlapping. An hourly page of 10,000 rows took 27.5 ms
+      // to ask for and decode sorted there, 12–17 ms unsorted (median of 15, bench/ is where the walk is measured).
+      const sortHere = groups.keys.length * bucketsIn(filter.from, filter.to, spec.interval) <= 2 * (limit + skip)
+      if (!sortHere) text += ` order by t, g limit $${params.push(limit)} offset $${params.push(skip)}`
+      let rows = await reads.query<Record<string, unknown>>(text, params, signal)
+      if (sortHere) rows = rows.sort(byBucketAndGroup).slice(skip, skip + limit)
       const byId = new Map(groups.members.map((s) => [Number(s.id), s]))
       return rows.map((r) => {
         const key = groups.keys[Number(r.g) - 1]!
         const row: BucketRow = spec.groupBy === 'metric'
           ? { ts: Number(r.t), metric: key[0], environment_id: filter.environmentId ?? null }
-          : { ts: Number(r.t), device_id: key[0], channel: key[1], ...identityOf(shape === 'several' ? byId.get(Number(r.latest)) : groups.firstOf[Number(r.g) - 1]) }
+          : seriesRow(Number(r.t), key, shape === 'several' ? byId.get(Number(r.latest)) : groups.firstOf[Number(r.g) - 1])
         for (const a of spec.aggregates) row[a] = num(r[a])
         return row
       })
