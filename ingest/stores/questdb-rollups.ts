@@ -82,39 +82,19 @@ const byDay = (ranges: [number, number][]) => ranges.flatMap(([from, to]) => {
 
 const instant = (ms: number) => `'${new Date(ms).toISOString()}'`
 
-export class OwnRollups {
-  private timer: ReturnType<typeof setTimeout> | undefined
-  private running: Promise<unknown> | undefined
-  private stopped = false
+/**
+ * The minutes written and not yet known to be in the rollups, per readings table (reading_rollup_marks, in the
+ * records database): marked by every write before it is acknowledged, read by every query (staleDays), removed by
+ * whatever keeps the rollups (OwnRollups on 7.4, ViewWatch where QuestDB keeps views) once they hold the minute.
+ */
+export class RollupMarks {
+  /** Minutes this process marked lately, with when (mark()). */
+  private readonly marked = new Map<number, number>()
   /** Marks refreshed or removed since the marks table was last vacuumed, and when that was. */
   private changedSinceVacuum = 0
   private vacuumedAt = Date.now()
-  /** Minutes this process marked lately, with when (mark()). */
-  private readonly marked = new Map<number, number>()
-  /** The raw readings' horizon the last maintenance run gave: minutes before it are dropped, not recomputed. */
-  rawHorizon = -Infinity
 
-  constructor(private readonly sql: Sql, private readonly records: Pick<Database, 'query'>, private readonly table: string, private readonly partitions: Record<RollupLevel, PartitionUnit>) {}
-
-  /**
-   * Makes the rollup tables. Made for the first time beside readings already stored (a 7.4 deployment upgraded), every
-   * minute from the first reading to the last is marked first, so those days are read raw until rolled up, never from
-   * empty rollups; marked before the tables exist, a start that fails between the two marks them again.
-   */
-  async create(): Promise<void> {
-    const [made] = await this.sql.unsafe<Record<string, unknown>[]>(`select table_name from tables() where table_name = '${this.table}_1d'`)
-    if (!made) {
-      const [span] = await this.sql.unsafe<{ first: Date | null; last: Date | null }[]>(`select min(ts) first, max(ts) last from ${this.table}`)
-      if (span?.first && span.last) {
-        await this.records.query(`insert into reading_rollup_marks (store, minute)
-          select $1, generate_series(date_trunc('minute', $2::timestamptz), $3::timestamptz, interval '1 minute') on conflict do nothing`, [this.table, new Date(span.first).toISOString(), new Date(span.last).toISOString()])
-      }
-    }
-    for (const level of ['1m', '1h', '1d'] as const) {
-      await this.sql.unsafe(`create table if not exists ${this.table}_${level} (ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol,
-        ${OWN_ROLLUP_COLUMNS}) timestamp(ts) partition by ${this.partitions[level]} wal dedup upsert keys(${KEYS})`)
-    }
-  }
+  constructor(private readonly records: Pick<Database, 'query'>, readonly table: string) {}
 
   /**
    * Marks the minutes of `readings` as written: done before the write is acknowledged. A minute this process
@@ -144,6 +124,70 @@ export class OwnRollups {
     const rows = await this.records.query<{ day: number }>(`select distinct floor(date_part('epoch', minute) / 86400) * 86400000 as day from reading_rollup_marks
       where store = $1 and minute >= $2::timestamptz and minute < $3::timestamptz`, [this.table, new Date(Math.floor(from / DAY_MS) * DAY_MS).toISOString(), new Date(to).toISOString()])
     return rows.map((r) => Number(r.day)).sort((a, b) => a - b)
+  }
+
+  /** Counts marks refreshed or removed; vacuums the marks table when due (see VACUUM_AFTER_CHANGES). */
+  async changed(count: number): Promise<void> {
+    this.changedSinceVacuum += count
+    if (this.changedSinceVacuum >= VACUUM_AFTER_CHANGES || (this.changedSinceVacuum > 0 && Date.now() - this.vacuumedAt >= VACUUM_EVERY_MS)) {
+      // SKIP_LOCKED: should autovacuum or another process be at it, that one does.
+      await this.records.query('vacuum (skip_locked) reading_rollup_marks')
+      this.changedSinceVacuum = 0
+      this.vacuumedAt = Date.now()
+    }
+  }
+}
+
+/** Runs `step` every `everyMs` (at once again while it says more wait; slower after a failure) until the returned stop(). */
+export function repeat(everyMs: number, step: () => Promise<boolean>, onError: (error: unknown) => void): () => Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let running: Promise<unknown> | undefined
+  let stopped = false
+  const loop = (ms: number) => {
+    if (stopped) return
+    timer = setTimeout(() => {
+      running = step()
+        .then((more) => loop(more ? 0 : everyMs))
+        .catch((error) => { onError(error); loop(everyMs * 5) })
+    }, ms)
+    timer.unref?.()
+  }
+  loop(0)
+  return async () => {
+    stopped = true
+    if (timer) clearTimeout(timer)
+    await running?.catch(() => {})
+  }
+}
+
+export class OwnRollups {
+  private stopLoop: (() => Promise<void>) | undefined
+  readonly marks: RollupMarks
+  /** The raw readings' horizon the last maintenance run gave: minutes before it are dropped, not recomputed. */
+  rawHorizon = -Infinity
+
+  constructor(private readonly sql: Sql, private readonly records: Pick<Database, 'query'>, private readonly table: string, private readonly partitions: Record<RollupLevel, PartitionUnit>) {
+    this.marks = new RollupMarks(records, table)
+  }
+
+  /**
+   * Makes the rollup tables. Made for the first time beside readings already stored (a 7.4 deployment upgraded), every
+   * minute from the first reading to the last is marked first, so those days are read raw until rolled up, never from
+   * empty rollups; marked before the tables exist, a start that fails between the two marks them again.
+   */
+  async create(): Promise<void> {
+    const [made] = await this.sql.unsafe<Record<string, unknown>[]>(`select table_name from tables() where table_name = '${this.table}_1d'`)
+    if (!made) {
+      const [span] = await this.sql.unsafe<{ first: Date | null; last: Date | null }[]>(`select min(ts) first, max(ts) last from ${this.table}`)
+      if (span?.first && span.last) {
+        await this.records.query(`insert into reading_rollup_marks (store, minute)
+          select $1, generate_series(date_trunc('minute', $2::timestamptz), $3::timestamptz, interval '1 minute') on conflict do nothing`, [this.table, new Date(span.first).toISOString(), new Date(span.last).toISOString()])
+      }
+    }
+    for (const level of ['1m', '1h', '1d'] as const) {
+      await this.sql.unsafe(`create table if not exists ${this.table}_${level} (ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol,
+        ${OWN_ROLLUP_COLUMNS}) timestamp(ts) partition by ${this.partitions[level]} wal dedup upsert keys(${KEYS})`)
+    }
   }
 
   /**
@@ -180,34 +224,17 @@ export class OwnRollups {
     }
     const [removed] = await this.records.query<{ n: number }>(`with removed as (delete from reading_rollup_marks where store = $1 and refreshed_at >= marked_at + ${settle} returning 1)
       select count(*)::int as n from removed`, [this.table, settleMs])
-    this.changedSinceVacuum += minutes.length + (removed?.n ?? 0)
-    if (this.changedSinceVacuum >= VACUUM_AFTER_CHANGES || (this.changedSinceVacuum > 0 && Date.now() - this.vacuumedAt >= VACUUM_EVERY_MS)) {
-      // SKIP_LOCKED: should autovacuum or another process be at it, that one does.
-      await this.records.query('vacuum (skip_locked) reading_rollup_marks')
-      this.changedSinceVacuum = 0
-      this.vacuumedAt = Date.now()
-    }
+    await this.marks.changed(minutes.length + (removed?.n ?? 0))
     return { minutes: minutes.length, more: minutes.length === MINUTES_PER_REFRESH }
   }
 
   /** Runs refresh() every REFRESH_EVERY_MS (at once again while more wait) until stop(). */
   start(onError: (error: unknown) => void): void {
-    const loop = (ms: number) => {
-      if (this.stopped) return
-      this.timer = setTimeout(() => {
-        this.running = this.refresh()
-          .then((r) => loop(r.more ? 0 : REFRESH_EVERY_MS))
-          .catch((error) => { onError(error); loop(REFRESH_EVERY_MS * 5) })
-      }, ms)
-      this.timer.unref?.()
-    }
-    loop(0)
+    this.stopLoop = repeat(REFRESH_EVERY_MS, async () => (await this.refresh()).more, onError)
   }
 
   async stop(): Promise<void> {
-    this.stopped = true
-    if (this.timer) clearTimeout(this.timer)
-    await this.running?.catch(() => {})
+    await this.stopLoop?.()
   }
 
   /**
@@ -224,17 +251,92 @@ export class OwnRollups {
     return `insert into ${this.table}_${level} ${select} sample by ${level} align to calendar`
   }
 
-  /** Waits until QuestDB has applied every transaction `name` had when asked; false past APPLY_WAIT_MS or if suspended. */
   private async applied(name: string): Promise<boolean> {
-    const until = Date.now() + APPLY_WAIT_MS
-    let target: number | undefined
-    while (Date.now() < until) {
-      const [row] = await this.sql.unsafe<Record<string, unknown>[]>(`select suspended, writerTxn, sequencerTxn from wal_tables() where name = '${name}'`)
-      if (!row || row.suspended === true) return false
-      target ??= Number(row.sequencerTxn)
-      if (Number(row.writerTxn) >= target) return true
-      await Bun.sleep(20)
+    return (await appliedTxn(this.sql, name)) !== undefined
+  }
+}
+
+/**
+ * Waits until QuestDB has applied every transaction table `name` had when asked, and gives that transaction's number;
+ * undefined past `waitMs` (APPLY_WAIT_MS) or if the table is suspended.
+ */
+async function appliedTxn(sql: Sql, name: string, waitMs = APPLY_WAIT_MS, wanted = () => true): Promise<number | undefined> {
+  const until = Date.now() + waitMs
+  let target: number | undefined
+  while (Date.now() < until && wanted()) {
+    const [row] = await sql.unsafe<Record<string, unknown>[]>(`select suspended, writerTxn, sequencerTxn from wal_tables() where name = '${name}'`)
+    if (!row || row.suspended === true) return undefined
+    target ??= Number(row.sequencerTxn)
+    if (Number(row.writerTxn) >= target) return target
+    await Bun.sleep(20)
+  }
+  return undefined
+}
+
+/** How often ViewWatch looks for marks to settle. */
+const WATCH_EVERY_MS = 2_000
+
+/**
+ * Where QuestDB keeps the rollups (materialized views, 8.3.1 on), it refreshes them a moment after each write; while
+ * writes keep coming (a facility streaming readings) some view is nearly always behind the table, and a query that
+ * read the views only once all had caught up read a year raw instead: a daily walk took 96–1,147 ms (median 332)
+ * against 73 ms while one device posted ten times a second (QuestDB 9.3.2, scratch). So writes mark their minutes as
+ * on 7.4 (RollupMarks), queries read a marked minute's day raw and every other day from the views, and this watch
+ * removes marks once the views hold them, as OwnRollups does once its tables do.
+ *
+ * One watch: note the time (the records database's clock, which stamps the marks), then the table's last
+ * transaction; wait until the minute view has refreshed from that transaction and QuestDB has applied the refresh;
+ * then the hour view from the minute view's transaction so applied, then the day view from the hour view's. Every
+ * write acknowledged before the time noted is then in every view, and marks last written SETTLE_MS before it (their
+ * writes were acknowledged before it, see the top of the file) are removed.
+ *
+ * Writes made before this process started may be unmarked (an earlier version wrote them): until one watch begun
+ * after the start has finished (`settled`), queries keep to views that have caught up whole.
+ */
+export class ViewWatch {
+  private stopLoop: (() => Promise<void>) | undefined
+  private stopping = false
+  /** Whether a watch begun after this process started has finished (see above). */
+  settled = false
+
+  constructor(private readonly sql: Sql, private readonly records: Pick<Database, 'query'>, private readonly table: string, readonly marks: RollupMarks) {}
+
+  /** One watch (see above); `settleMs` below SETTLE_MS is for tests and tools that know no write is under way. Says whether it finished. */
+  async watch(settleMs = SETTLE_MS): Promise<boolean> {
+    const began = Date.now()
+    const [now] = await this.records.query<{ at: string; due: boolean }>(`select now()::text as at, exists(select 1 from reading_rollup_marks where store = $1 and marked_at <= now() - $2 * interval '1 millisecond') as due`, [this.table, settleMs])
+    if (this.settled && !now?.due) return true
+    let [source] = await this.sql.unsafe<Record<string, unknown>[]>(`select sequencerTxn from wal_tables() where name = '${this.table}'`)
+    let sourceTxn = Number(source?.sequencerTxn)
+    if (!Number.isFinite(sourceTxn)) return false
+    for (const level of ['1m', '1h', '1d'] as const) {
+      const view = `${this.table}_${level}`
+      while (true) {
+        if (this.stopping || Date.now() - began > CYCLE_LIMIT_MS) return false
+        const [state] = await this.sql.unsafe<Record<string, unknown>[]>(`select view_status, refresh_base_table_txn from materialized_views() where view_name = '${view}'`)
+        // `refreshing` is a view at work: wait for it. `invalid` needs an operator's full refresh: give up.
+        if (!state || state.view_status === 'invalid') return false
+        if (Number(state.refresh_base_table_txn) >= sourceTxn) break
+        await Bun.sleep(50)
+      }
+      const applied = await appliedTxn(this.sql, view, Math.max(0, CYCLE_LIMIT_MS - (Date.now() - began)), () => !this.stopping)
+      if (applied === undefined) return false
+      sourceTxn = applied
     }
-    return false
+    const [removed] = await this.records.query<{ n: number }>(`with removed as (delete from reading_rollup_marks
+      where store = $1 and marked_at <= $2::timestamptz - $3 * interval '1 millisecond' returning 1) select count(*)::int as n from removed`, [this.table, now!.at, settleMs])
+    await this.marks.changed(removed?.n ?? 0)
+    this.settled = true
+    return true
+  }
+
+  /** Runs watch() every WATCH_EVERY_MS until stop(). */
+  start(onError: (error: unknown) => void): void {
+    this.stopLoop = repeat(WATCH_EVERY_MS, async () => { await this.watch(); return false }, onError)
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true
+    await this.stopLoop?.()
   }
 }

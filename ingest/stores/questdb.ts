@@ -13,7 +13,7 @@ import type { SeriesCatalogue } from '../series.ts'
 import { IlpBody, ilpTarget, ilpVersion, postIlp, seriesPrefix, type IlpTarget } from './ilp.ts'
 import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
 import { rollupPieces, ROLLUP_LEVELS, rowPerBucket, withoutStale, type Piece } from '../planner.ts'
-import { OwnRollups } from './questdb-rollups.ts'
+import { OwnRollups, RollupMarks, ViewWatch } from './questdb-rollups.ts'
 import { compareKeys, NO_DEADLINE, type Aggregate, type AggregationSpec, type GroupKey, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
 
 /**
@@ -295,23 +295,46 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
   const tables = !views && own ? new OwnRollups(sql, own.records, table, VIEW_PARTITIONS) : undefined
   await tables?.create()
   tables?.start((error) => own!.log('QuestDB rollups refresh failed', error))
-  /** The levels whose views have caught up with what they are built from (each level on the one below it). */
-  const caughtUp = async (signal: AbortSignal): Promise<RollupLevel[]> => {
-    if (!views) return []
+  const watch = views && own ? new ViewWatch(sql, own.records, table, new RollupMarks(own.records, table)) : undefined
+  watch?.start((error) => own!.log('QuestDB rollup views watch failed', error))
+  /** Where writes are marked (own rollups, or views with a records database), before they are acknowledged. */
+  const marks = tables?.marks ?? watch?.marks
+  /**
+   * The view levels that are valid, and those that have also caught up whole with what they are built from (each
+   * level on the one below it; a level counts only when the levels below it do).
+   */
+  const viewStates = async (signal: AbortSignal): Promise<{ valid: RollupLevel[]; caughtUp: RollupLevel[] }> => {
     const names = ROLLUP_LEVELS.map((l) => `'${table}_${l.name}'`).join(', ')
     const [rows, applied] = await Promise.all([
       query(`select view_name, view_status, refresh_base_table_txn, base_table_txn from materialized_views() where view_name in (${names})`, signal),
       // A view's refresh is counted once written to the view's WAL; what reads see is what has been applied from it.
       query(`select name, writerTxn, sequencerTxn from wal_tables() where name in (${names})`, signal),
     ])
+    // `valid`, or `refreshing` (at work); an `invalid` view is refreshed no more until an operator refreshes it whole.
+    const valid = (level: RollupLevel) => rows.some(([name, status]) => name === `${table}_${level}` && status !== 'invalid')
     const fresh = (level: RollupLevel) => rows.some(([name, status, refreshed, base]) => name === `${table}_${level}` && status === 'valid' && Number(refreshed) === Number(base))
       && applied.some(([name, writer, sequencer]) => name === `${table}_${level}` && Number(writer) === Number(sequencer))
-    const levels: RollupLevel[] = []
-    for (const level of ['1m', '1h', '1d'] as const) {
-      if (!fresh(level)) break
-      levels.push(level)
+    const prefix = (ok: (level: RollupLevel) => boolean) => {
+      const levels: RollupLevel[] = []
+      for (const level of ['1m', '1h', '1d'] as const) {
+        if (!ok(level)) break
+        levels.push(level)
+      }
+      return levels
     }
-    return levels
+    return { valid: prefix(valid), caughtUp: prefix(fresh) }
+  }
+  /**
+   * What a bucket read takes from where: stale days (marked minutes) raw where our own rollups are kept; where QuestDB
+   * keeps views, the views that have caught up whole, or (once the watch has settled, ViewWatch) every valid view
+   * but on marked days; without either, the table alone.
+   */
+  const piecesOf = async (from: number, to: number, interval: IntervalName, signal: AbortSignal): Promise<Piece[]> => {
+    if (tables) return withoutStale(rollupPieces(from, to, interval), await tables.marks.staleDays(from, to))
+    if (!views) return rollupPieces(from, to, interval, [])
+    const [states, stale] = await Promise.all([viewStates(signal), watch?.settled ? watch.marks.staleDays(from, to) : undefined])
+    if (!stale || states.caughtUp.length === ROLLUP_LEVELS.length) return rollupPieces(from, to, interval, states.caughtUp)
+    return withoutStale(rollupPieces(from, to, interval, states.valid), stale)
   }
 
   await catalogue?.backfillOnce(`reading_series_backfilled:questdb:${table}`, async () => {
@@ -329,12 +352,14 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
     },
     async refreshRollups(settleMs) {
       while (tables && (await tables.refresh(settleMs)).more);
+      // Views: until a watch finishes (it gives up after CYCLE_LIMIT_MS, or on a view that is not valid).
+      for (let tries = 0; watch && tries < 3 && !(await watch.watch(settleMs)); tries++);
     },
     async write(readings) {
       if (!readings.length) return
       await catalogue?.idsOf(readings)
       // The minutes are marked before the write is acknowledged (questdb-rollups.ts says why), alongside it.
-      await Promise.all([tables?.mark(readings), writeIlp(readings)])
+      await Promise.all([marks?.mark(readings), writeIlp(readings)])
     },
     async raw(filter, limit, after?: SeriesPosition, skip = 0, signal = NO_DEADLINE) {
       const rows = await query(`select ${RAW_COLUMNS} from ${table} where ${where(filter)}${after ? ` and ${afterSeries('ts', after)}` : ''}
@@ -343,9 +368,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
     },
     async buckets(filter, spec, limit, after?: BucketPosition, skip = 0, signal = NO_DEADLINE) {
       if (filter.from >= filter.to) return []
-      const pieces = tables
-        ? withoutStale(rollupPieces(filter.from, filter.to, spec.interval), await tables.staleDays(filter.from, filter.to))
-        : rollupPieces(filter.from, filter.to, spec.interval, await caughtUp(signal))
+      const pieces = await piecesOf(filter.from, filter.to, spec.interval, signal)
       const byMetric = spec.groupBy === 'metric'
       const read = async (sampled: string) => query(`select ${bucketColumns(filter, spec)} from (${sampled})`, signal)
       // Where the window is raw readings alone (QuestDB 7.4 always) the plain SAMPLE BY answers, unless the times of
@@ -392,6 +415,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
     },
     async close() {
       await tables?.stop()
+      await watch?.stop()
       await sql.end({ timeout: 5 })
     },
   }

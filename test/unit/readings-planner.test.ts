@@ -299,7 +299,9 @@ describe.skipIf(!QUESTDB_ILP || !QUESTDB_PG_URL)('the planner equals the raw ans
     let runs = 0
     const settle = async (accountId: string, count: number) => {
       await waitFor(async () => (await store.raw({ accountId, from: 0, to: Date.UTC(2030, 0, 1) }, count + 1)).length === count, 30_000, 50)
-      if (viewsExist) await waitFor(viewsCaughtUp, 30_000, 50)
+      // Views: every other run reads them once caught up whole; the others at once, whatever they have refreshed (the
+      // late readings' days are marked, and read raw).
+      if (viewsExist) { if (runs++ % 2) await waitFor(viewsCaughtUp, 30_000, 50) }
       // 7.4's own rollups: every other run reads them with the late readings in them too.
       else if (runs++ % 2) await store.refreshRollups!(0)
     }

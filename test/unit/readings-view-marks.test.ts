@@ -1,0 +1,71 @@
+// Rollup views that are behind (QuestDB 8.3.1 on): while writes keep coming, some view is nearly always behind its
+// table, so the store reads the views on every day no write has marked since they last caught up, and the marked days
+// raw (ingest/stores/questdb-rollups.ts, ViewWatch). A view held behind on purpose (refreshed by hand only) shows
+// which source answered: a reading written without a mark (a store with no records database) is missing from a day
+// the views answer, and present in a day read raw. Runs only when QUESTDB_ILP and QUESTDB_PG_URL point at a server
+// with materialized views.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import postgres from 'postgres'
+import type { BucketRow, Reading, ReadingsStore } from '../../ingest/stores/interface.ts'
+import { questdbStore } from '../../ingest/stores/questdb.ts'
+import { loadConfig } from '../../src/config.ts'
+import { createTestEnv, dropQuestdbTable, waitFor, type TestEnv } from '../helpers.ts'
+
+const QUESTDB_ILP = process.env.QUESTDB_ILP || undefined
+const QUESTDB_PG_URL = process.env.QUESTDB_PG_URL || undefined
+const admin = QUESTDB_ILP && QUESTDB_PG_URL ? postgres(QUESTDB_PG_URL, { max: 1, prepare: false, onnotice: () => {} }) : undefined
+const hasViews = admin ? await admin.unsafe('select count() from materialized_views()').then(() => true, () => false) : false
+if (!admin) console.log('readings-view-marks.test: skipped: set QUESTDB_ILP and QUESTDB_PG_URL to run it against a QuestDB server')
+else if (!hasViews) console.log('readings-view-marks.test: skipped: this QuestDB has no materialized views (before 8.3.1)')
+
+const DAY = 86_400_000
+const accountId = 'acct_view_marks'
+const DAY_ONE = Math.floor(Date.now() / DAY) * DAY - 10 * DAY
+const DAY_TWO = DAY_ONE + DAY
+/** One series, a reading every 10 minutes over a day. */
+const dayOf = (start: number, value: number): Reading[] => Array.from({ length: 144 }, (_, i) => ({ accountId, deviceId: 'dev_a', channel: 't1', ts: start + i * 600_000, value, metric: 'temperature', environmentId: 'env_1' }))
+
+describe.skipIf(!hasViews)('views behind their table: marked days raw, the others from the views', () => {
+  const table = `hrs_test_view_marks_${Date.now().toString(36)}`
+  let env: TestEnv
+  let store: ReadingsStore
+  /** The same table without a records database: its writes are not marked. */
+  let unmarked: ReadingsStore
+  const config = loadConfig({}, { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table })
+  const daily = (): Promise<BucketRow[]> => store.buckets({ accountId, from: DAY_ONE, to: DAY_TWO + DAY }, { interval: '1d', aggregates: ['count', 'avg'], groupBy: 'series' }, 10)
+  const countIn = async (from: number) => Number((await admin!.unsafe(`select count() n from ${table} where ts >= '${new Date(from).toISOString()}' and ts < '${new Date(from + DAY).toISOString()}'`))[0]!.n)
+
+  beforeAll(async () => {
+    env = await createTestEnv()
+    store = await questdbStore(config, undefined, { records: env.deps.database, log: (message, error) => console.error(message, error) })
+    unmarked = await questdbStore(config)
+  })
+  afterAll(async () => {
+    await store?.close()
+    await unmarked?.close()
+    await dropQuestdbTable(admin!, table)
+    await admin!.end()
+    await env?.close()
+  })
+
+  test('a day written without a mark while the views are held back is answered from the views; a marked day raw', async () => {
+    await store.write(dayOf(DAY_ONE, 10))
+    await waitFor(async () => (await countIn(DAY_ONE)) === 144, 30_000, 50)
+    // The views take in day one, and the watch removes its marks (settling at once: no write is under way).
+    await store.refreshRollups!(0)
+    expect(Number((await env.deps.database.query<{ n: number }>(`select count(*)::int n from reading_rollup_marks where store = $1`, [table]))[0]!.n)).toBe(0)
+
+    // Held back from here: the minute view refreshes only when told to, so every view stays behind the table.
+    await admin!.unsafe(`alter materialized view ${table}_1m set refresh manual`)
+    await unmarked.write([{ ...dayOf(DAY_ONE, 10)[0]!, ts: DAY_ONE + 30_000, value: 1000 }])
+    await store.write(dayOf(DAY_TWO, 20))
+    await waitFor(async () => (await countIn(DAY_ONE)) === 145 && (await countIn(DAY_TWO)) === 144, 30_000, 50)
+
+    const [one, two] = await daily()
+    // Day one from the day view: the unmarked reading is in the table, not in the views.
+    expect(one).toMatchObject({ ts: DAY_ONE, device_id: 'dev_a', channel: 't1', count: 144, avg: 10 })
+    // Day two is marked: read raw, all of it, though no view holds any of it.
+    expect(two).toMatchObject({ ts: DAY_TWO, device_id: 'dev_a', channel: 't1', count: 144, avg: 20 })
+    expect(Number((await admin!.unsafe(`select count() n from ${table}_1d where ts >= '${new Date(DAY_TWO).toISOString()}'`))[0]!.n)).toBe(0)
+  }, 120_000)
+})
