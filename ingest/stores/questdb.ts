@@ -332,9 +332,10 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
   const piecesOf = async (from: number, to: number, interval: IntervalName, signal: AbortSignal): Promise<Piece[]> => {
     if (tables) return withoutStale(rollupPieces(from, to, interval), await tables.marks.staleDays(from, to))
     if (!views) return rollupPieces(from, to, interval, [])
-    const [states, stale] = await Promise.all([viewStates(signal), watch?.settled ? watch.marks.staleDays(from, to) : undefined])
-    if (!stale || states.caughtUp.length === ROLLUP_LEVELS.length) return rollupPieces(from, to, interval, states.caughtUp)
-    return withoutStale(rollupPieces(from, to, interval, states.valid), stale)
+    const states = await viewStates(signal)
+    // The marks are read only when some view is behind: a quiet store costs no more than before.
+    if (!watch?.settled || states.caughtUp.length === ROLLUP_LEVELS.length) return rollupPieces(from, to, interval, states.caughtUp)
+    return withoutStale(rollupPieces(from, to, interval, states.valid), await watch.marks.staleDays(from, to))
   }
 
   await catalogue?.backfillOnce(`reading_series_backfilled:questdb:${table}`, async () => {
