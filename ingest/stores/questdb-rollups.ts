@@ -1,5 +1,6 @@
 // Rollups of our own where QuestDB has no materialized views (7.4; views exist from 8.3.1): tables `${table}_1m`,
-// `_1h` and `_1d` shaped as the views are (questdb.ts), kept from what the readings table holds.
+// `_1h` and `_1d` shaped as the views are (questdb.ts), kept from what the readings table holds. Where QuestDB keeps
+// views, the same marks say which days they may lack while behind (ViewWatch, at the end of this file).
 //
 // Every write marks the minutes its readings fall in (reading_rollup_marks, in the records database) before it is
 // acknowledged. A refresh recomputes the marked minutes from the readings table once QuestDB has applied every write
