@@ -305,7 +305,22 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       // A walk's next file has its first step read as this one ends (as JSON pages are read ahead), under a key of its
       // own: one cursor continues a listing in either format, and a file's step is not a page.
       const stepKey = (fileCursor: string) => `csv\u0000${accountId}\u0000${fileLimit}\u0000${fileCursor}`
+      // A light query's file (it holds no slot or lane, and its rows are at most READINGS_HEAVY_ROWS) is read in steps
+      // of a JSON page's most, as its pages would be, and its first step is read while the file's end is found; a heavy
+      // one in steps of CSV_STEP_ROWS, one read at a time.
+      const stepLimit = heavy ? CSV_STEP_ROWS : JSON_LIMIT.max
+      let resumeAfter = after
+      let sent = 0
+      // Never more than the file can still hold: a step reading past the file's end reads rows it drops.
+      const stepRows = () => Math.min(stepLimit, fileLimit - sent)
+      const readStep = () => {
+        const rows = fetchRows(stepRows(), resumeAfter, 0, true)
+        // A step the client never asks for (it went away, or the file was refused) fails with nobody waiting for it.
+        rows.catch(() => {})
+        return rows
+      }
       const firstStepAhead = cursor ? readAhead.take(stepKey(cursor)) : undefined
+      let nextStep: Promise<Row[]> | undefined = firstStepAhead?.then((rows) => rows ?? readStep()) ?? (heavy ? undefined : readStep())
       let next: BucketPosition | undefined
       /** Whether a row is this file's last (`last`) or lies past the file (`past`). */
       let placeOf: (row: Row) => 'in' | 'last' | 'past'
@@ -342,9 +357,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       const identity = spec?.groupBy === 'metric' ? ['ts', 'metric', 'environment_id'] : ['ts', 'device_id', 'channel', 'metric', 'environment_id']
       const columns = [...identity, ...(spec ? spec.aggregates : ['value'] as const)]
       const encoder = new TextEncoder()
-      let resumeAfter = after
       let headerSent = false
-      let sent = 0
       const collectAbove = process.memoryUsage.rss() + CSV_GC_SLACK_BYTES
       const isoOf = instantText()
       const identityOf = identityText(identity.slice(1) as IdentityField[])
@@ -358,21 +371,6 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
         }
         return `${line}\r\n`
       }
-      /**
-       * The next step, read while this one is encoded and sent (one read at a time per file, as before: it starts
-       * once the step before it has arrived). Waiting for the client to ask first left the store idle while each step
-       * was encoded and travelled: a year's hourly buckets as CSV (36 files of two steps) took 1,581 ms that way and
-       * 1,444 ms read ahead (median of 5, interleaved on the same data).
-       */
-      // Never more than the file can still hold: a step reading past the file's end reads rows it drops.
-      const stepRows = () => Math.min(CSV_STEP_ROWS, fileLimit - sent)
-      const readStep = () => {
-        const rows = fetchRows(stepRows(), resumeAfter, 0, true)
-        // A step the client never asks for (it went away) fails with nobody waiting for it.
-        rows.catch(() => {})
-        return rows
-      }
-      let nextStep: Promise<Row[]> | undefined = firstStepAhead?.then((rows) => rows ?? readStep())
       const body = new ReadableStream<Uint8Array>({
         // Pull: steps are sent only as fast as the client takes them, and at most one more is read meanwhile.
         async pull(controller) {
@@ -392,6 +390,10 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
             }
             sent += taken
             if (!finished) {
+              // The next step, read while this one is encoded and sent (it starts once the step before it has arrived).
+              // Waiting for the client to ask first left the store idle while each step was encoded and travelled: a
+              // year's hourly buckets as CSV (36 files of two steps) took 1,581 ms that way and 1,444 ms read ahead
+              // (median of 5, interleaved on the same data).
               resumeAfter = positionKey(rows[rows.length - 1]!, groupBy)
               nextStep = readStep()
             }
@@ -404,7 +406,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
               // Once this file's last step has been read, so that a walk has one read at a time (one of the
               // account's slots). Files are read ahead from the first: a CSV listing is an export, walked to its end.
               const from = next
-              if (from && nextCursor) readAhead.start(stepKey(nextCursor), () => fetchRows(Math.min(CSV_STEP_ROWS, fileLimit), from, 0, false, NEVER_ABORTED))
+              if (from && nextCursor) readAhead.start(stepKey(nextCursor), () => fetchRows(Math.min(stepLimit, fileLimit), from, 0, false, NEVER_ABORTED))
               return controller.close()
             }
             if (process.memoryUsage.rss() > collectAbove) Bun.gc(true)
