@@ -37,8 +37,7 @@ const REFRESH_EVERY_MS = 2_000
 const MINUTE_GAP_MS = 10 * MINUTE_MS
 /** A minute marked by this process is not marked again for this long (mark()). */
 const MARK_AGAIN_MS = 1_000
-/** Only minutes this recent are remembered, and at most this many. */
-const RECENT_MS = 10 * MINUTE_MS
+/** At most this many minutes are remembered (a backfill marks thousands of minutes a second). */
 const MAX_REMEMBERED = 1_000
 /** How long a refresh waits for QuestDB to apply what it was sent. */
 const APPLY_WAIT_MS = 10_000
@@ -115,9 +114,19 @@ export class RollupMarks {
     await this.records.query(`insert into reading_rollup_marks (store, minute)
       select $1, timestamptz 'epoch' + m * interval '1 millisecond' from unnest($2::float8[]) as m
       on conflict (store, minute) do update set marked_at = now()`, [this.table, [...minutes].sort((a, b) => a - b)])
-    // Remembered once marked (a mark that failed is tried again by the next write), for the recent minutes only: a
-    // backfill's thousands of old minutes are not written again soon.
-    for (const minute of minutes) if (now - minute < RECENT_MS && this.marked.size < MAX_REMEMBERED) this.marked.set(minute, now)
+    // Remembered once marked (a mark that failed is tried again by the next write), old minutes too: a device
+    // sending what it buffered writes the same old minutes batch after batch. Remembering only the last ten minutes'
+    // marks, the bench's readings (two hours old) marked every batch, four batches in flight upserting the same rows.
+    for (const minute of minutes) if (this.marked.size < MAX_REMEMBERED) this.marked.set(minute, now)
+  }
+
+  /**
+   * Forgets which minutes this process marked, so that its next write marks them again. For a refresh settling marks
+   * sooner than MARK_AGAIN_MS (tests and tools, refreshRollups): it may remove a mark this process would not write
+   * again within the second, and a write to that minute would then go unmarked.
+   */
+  forget(): void {
+    this.marked.clear()
   }
 
   /** The days (their starts, ms) within [from, to) holding a marked minute: read raw, not from the rollups. */

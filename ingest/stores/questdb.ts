@@ -355,6 +355,8 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       while (tables && (await tables.refresh(settleMs)).more);
       // Views: until a watch finishes (it gives up after CYCLE_LIMIT_MS, or on a view that is not valid).
       for (let tries = 0; watch && tries < 3 && !(await watch.watch(settleMs)); tries++);
+      // Marks may have gone sooner than this process remembers writing them (RollupMarks.forget).
+      marks?.forget()
     },
     async write(readings) {
       if (!readings.length) return
