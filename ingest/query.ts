@@ -21,9 +21,10 @@ const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
 const JSON_LIMIT = { default: 1000, max: 10_000 }
 const CSV_LIMIT = { default: 100_000, max: 1_000_000 }
 /**
- * Rows fetched from the store per step of a CSV stream: memory stays at one step, whatever the file's size. Steps of
- * 10,000 (a JSON page's most) made fewer round trips, but one such step through PGlite left 40 MB of garbage, near
- * the bound test/processes/readings-export-memory.test.ts holds a file to (50 MB over idle).
+ * Rows fetched from the store per step of a heavy query's CSV stream: memory stays at one step, whatever the file's
+ * size. Steps of 10,000 (a JSON page's most) made fewer round trips, but one such step through PGlite left 40 MB of
+ * garbage, near the bound test/processes/readings-export-memory.test.ts holds a file to (50 MB over idle). A light
+ * query's file, at most READINGS_HEAVY_ROWS rows, is read in steps of a JSON page's most.
  */
 const CSV_STEP_ROWS = 5000
 /**

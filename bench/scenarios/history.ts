@@ -178,6 +178,7 @@ export const history: Scenario = async (ctx) => {
         ]
         const lines: Line[] = []
         const details: Record<string, unknown> = { store, days, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), ...(views ? { rollupViews: views.views, viewsCaughtUpAfterMs: views.waitedMs } : {}), ...(marksSettledMs !== undefined ? { marksSettledAfterMs: marksSettledMs } : {}) }
+        // The first query: the daily walk as JSON, which the CSV line is held to.
         const dailyJson = queries[0]!.ours
         for (const q of queries as { name: string; rows: number; ours: () => Promise<number>; direct: () => Promise<unknown>; targetMs?: number; during?: () => Promise<() => Promise<number>> }[]) {
           const stopDuring = await q.during?.()
