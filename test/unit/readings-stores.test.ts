@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { bucketPage } from '../../ingest/planner.ts'
 import { groupKey, NO_DEADLINE, type Aggregate, type Fill, type Grouping, type IntervalName, type ReadingsFilter, type ReadingsStore, type Reading, type SeriesPosition } from '../../ingest/stores/interface.ts'
-import { questdbStore } from '../../ingest/stores/questdb.ts'
+import { questdbStore, SPLIT_READ_ROWS } from '../../ingest/stores/questdb.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import { loadConfig } from '../../src/config.ts'
 import { dropQuestdbTable, createTestEnv, waitFor, type TestEnv } from '../helpers.ts'
@@ -168,6 +168,31 @@ describe.skipIf(!enabled)('SQL store and QuestDB answer alike', () => {
       for (const fill of ['none', 'null', 'previous'] as const) {
         const spec = { interval: '1m' as const, aggregates: ['count', 'last'] as Aggregate[], fill, groupBy: 'series' as const }
         expect({ skip, fill, rows: round(await quest.buckets(filter, spec, 2, after, skip)) }).toEqual({ skip, fill, rows: round(await sql.buckets(filter, spec, 2, after, skip)) })
+      }
+    }
+  })
+
+  test('reads of SPLIT_READ_ROWS or more, split in two halves read at once, give the rows one read does', async () => {
+    // Every bucket read here asks for at least SPLIT_READ_ROWS rows, so QuestDB reads each as two halves.
+    const limit = SPLIT_READ_ROWS
+    for (const groupBy of ['series', 'metric'] as const) {
+      for (const [name, f] of [...filters.slice(0, 5), filters[5]!]) {
+        const filter = { accountId, ...window, ...f }
+        const aggregates: Aggregate[] = ['avg', 'min', 'max', 'last', 'count']
+        const ours = round(await pages(sql, filter, limit, '1m', aggregates, 'none', groupBy))
+        expect(ours.length).toBeGreaterThan(0)
+        expect({ groupBy, name, rows: round(await pages(quest, filter, limit, '1m', aggregates, 'none', groupBy)) }).toEqual({ groupBy, name, rows: ours })
+      }
+    }
+    // The data's six hours (06:00-12:00) split at 09:00: positions before, at and after the middle.
+    const filter = { accountId, from: Date.UTC(2026, 10, 20, 6, 0, 0), to: Date.UTC(2026, 10, 20, 12, 0, 0) }
+    const spec = { interval: '1m' as const, aggregates: ['count', 'avg', 'last'] as Aggregate[], fill: 'none' as const, groupBy: 'series' as const }
+    for (const after of [undefined, [Date.UTC(2026, 10, 20, 7, 0, 0), 'dev_a', 'h1'], [Date.UTC(2026, 10, 20, 9, 0, 0), 'dev_a', 't1'], [Date.UTC(2026, 10, 20, 10, 0, 0), 'dev_b', 'h1']] as (SeriesPosition | undefined)[]) {
+      // Rows skipped from either half (the data holds about 2,000 rows), and a read too small to split.
+      for (const [count, skip] of [[limit, 0], [limit - 300, 300], [limit - 1500, 1500], [2, 10]] as const) {
+        const ours = round(await sql.buckets(filter, spec, count, after, skip))
+        if (skip < 1500) expect(ours.length).toBeGreaterThan(0)
+        expect({ after, count, skip, rows: round(await quest.buckets(filter, spec, count, after, skip)) }).toEqual({ after, count, skip, rows: ours })
       }
     }
   })
