@@ -94,7 +94,7 @@ export class RollupMarks {
   private changedSinceVacuum = 0
   private vacuumedAt = Date.now()
 
-  constructor(private readonly records: Pick<Database, 'query'>, readonly table: string) {}
+  constructor(readonly records: Pick<Database, 'query'>, readonly table: string) {}
 
   /**
    * Marks the minutes of `readings` as written: done before the write is acknowledged. A minute this process
@@ -172,13 +172,11 @@ export function repeat(everyMs: number, step: () => Promise<boolean>, onError: (
 
 export class OwnRollups {
   private stopLoop: (() => Promise<void>) | undefined
-  readonly marks: RollupMarks
   /** The raw readings' horizon the last maintenance run gave: minutes before it are dropped, not recomputed. */
   rawHorizon = -Infinity
 
-  constructor(private readonly sql: Sql, private readonly records: Pick<Database, 'query'>, private readonly table: string, private readonly partitions: Record<RollupLevel, PartitionUnit>) {
-    this.marks = new RollupMarks(records, table)
-  }
+  /** The marks' records database and table are the ones these rollups keep. */
+  constructor(private readonly sql: Sql, readonly marks: RollupMarks, private readonly partitions: Record<RollupLevel, PartitionUnit>) {}
 
   /**
    * Makes the rollup tables. Made for the first time beside readings already stored (a 7.4 deployment upgraded), every
@@ -186,16 +184,16 @@ export class OwnRollups {
    * empty rollups; marked before the tables exist, a start that fails between the two marks them again.
    */
   async create(): Promise<void> {
-    const [made] = await this.sql.unsafe<Record<string, unknown>[]>(`select table_name from tables() where table_name = '${this.table}_1d'`)
+    const [made] = await this.sql.unsafe<Record<string, unknown>[]>(`select table_name from tables() where table_name = '${this.marks.table}_1d'`)
     if (!made) {
-      const [span] = await this.sql.unsafe<{ first: Date | null; last: Date | null }[]>(`select min(ts) first, max(ts) last from ${this.table}`)
+      const [span] = await this.sql.unsafe<{ first: Date | null; last: Date | null }[]>(`select min(ts) first, max(ts) last from ${this.marks.table}`)
       if (span?.first && span.last) {
-        await this.records.query(`insert into reading_rollup_marks (store, minute)
-          select $1, generate_series(date_trunc('minute', $2::timestamptz), $3::timestamptz, interval '1 minute') on conflict do nothing`, [this.table, new Date(span.first).toISOString(), new Date(span.last).toISOString()])
+        await this.marks.records.query(`insert into reading_rollup_marks (store, minute)
+          select $1, generate_series(date_trunc('minute', $2::timestamptz), $3::timestamptz, interval '1 minute') on conflict do nothing`, [this.marks.table, new Date(span.first).toISOString(), new Date(span.last).toISOString()])
       }
     }
     for (const level of ['1m', '1h', '1d'] as const) {
-      await this.sql.unsafe(`create table if not exists ${this.table}_${level} (ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol,
+      await this.sql.unsafe(`create table if not exists ${this.marks.table}_${level} (ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol,
         ${OWN_ROLLUP_COLUMNS}) timestamp(ts) partition by ${this.partitions[level]} wal dedup upsert keys(${KEYS})`)
     }
   }
@@ -208,32 +206,32 @@ export class OwnRollups {
   async refresh(settleMs = SETTLE_MS): Promise<{ minutes: number; more: boolean }> {
     const began = Date.now()
     const settle = `$2 * interval '1 millisecond'`
-    const marks = await this.records.query<{ m: number; began: string }>(`select date_part('epoch', minute) * 1000 as m, now()::text as began from reading_rollup_marks
+    const pending = await this.marks.records.query<{ m: number; began: string }>(`select date_part('epoch', minute) * 1000 as m, now()::text as began from reading_rollup_marks
       where store = $1 and (refreshed_at is null or refreshed_at < marked_at or (marked_at < now() - ${settle} and refreshed_at < marked_at + ${settle}))
-      order by refreshed_at nulls first, minute limit ${MINUTES_PER_REFRESH}`, [this.table, settleMs])
-    const minutes = marks.map((r) => Number(r.m))
+      order by refreshed_at nulls first, minute limit ${MINUTES_PER_REFRESH}`, [this.marks.table, settleMs])
+    const minutes = pending.map((r) => Number(r.m))
     if (minutes.length) {
       // Everything acknowledged before the marks were read is in the readings table's WAL by now: wait until applied.
-      if (!(await this.applied(this.table))) return { minutes: 0, more: true }
+      if (!(await this.applied(this.marks.table))) return { minutes: 0, more: true }
       const kept = minutes.filter((m) => m >= this.rawHorizon).sort((a, b) => a - b)
       const steps: [RollupLevel, string, [number, number][]][] = [
-        ['1m', this.table, byDay(stretches(kept, MINUTE_MS, MINUTE_GAP_MS))],
-        ['1h', `${this.table}_1m`, byDay(stretches(kept, HOUR_MS, HOUR_MS))],
-        ['1d', `${this.table}_1h`, stretches(kept, DAY_MS)],
+        ['1m', this.marks.table, byDay(stretches(kept, MINUTE_MS, MINUTE_GAP_MS))],
+        ['1h', `${this.marks.table}_1m`, byDay(stretches(kept, HOUR_MS, HOUR_MS))],
+        ['1d', `${this.marks.table}_1h`, stretches(kept, DAY_MS)],
       ]
       for (const [level, source, ranges] of steps) {
         for (const [from, to] of ranges) {
           if (Date.now() - began > CYCLE_LIMIT_MS) return { minutes: 0, more: true }
           await this.sql.unsafe(this.rollupSql(level, source, from, to))
         }
-        if (!(await this.applied(`${this.table}_${level}`))) return { minutes: 0, more: true }
+        if (!(await this.applied(`${this.marks.table}_${level}`))) return { minutes: 0, more: true }
       }
       if (Date.now() - began > CYCLE_LIMIT_MS) return { minutes: 0, more: true }
-      await this.records.query(`update reading_rollup_marks set refreshed_at = $3::timestamptz
-        where store = $1 and minute = any(select timestamptz 'epoch' + m * interval '1 millisecond' from unnest($2::float8[]) as m)`, [this.table, minutes, marks[0]!.began])
+      await this.marks.records.query(`update reading_rollup_marks set refreshed_at = $3::timestamptz
+        where store = $1 and minute = any(select timestamptz 'epoch' + m * interval '1 millisecond' from unnest($2::float8[]) as m)`, [this.marks.table, minutes, pending[0]!.began])
     }
-    const [removed] = await this.records.query<{ n: number }>(`with removed as (delete from reading_rollup_marks where store = $1 and refreshed_at >= marked_at + ${settle} returning 1)
-      select count(*)::int as n from removed`, [this.table, settleMs])
+    const [removed] = await this.marks.records.query<{ n: number }>(`with removed as (delete from reading_rollup_marks where store = $1 and refreshed_at >= marked_at + ${settle} returning 1)
+      select count(*)::int as n from removed`, [this.marks.table, settleMs])
     await this.marks.changed(minutes.length + (removed?.n ?? 0))
     return { minutes: minutes.length, more: minutes.length === MINUTES_PER_REFRESH }
   }
@@ -254,11 +252,11 @@ export class OwnRollups {
    */
   private rollupSql(level: RollupLevel, source: string, from: number, to: number): string {
     const window = `ts >= ${instant(from)} and ts < ${instant(to)}`
-    const select = source === this.table
+    const select = source === this.marks.table
       ? `select ${KEYS}, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, max(t) last_ts
          from (select ${KEYS}, value, ts t from ${source} where ${window}) timestamp(ts)`
       : `select ${KEYS}, sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts from ${source} where ${window}`
-    return `insert into ${this.table}_${level} ${select} sample by ${level} align to calendar`
+    return `insert into ${this.marks.table}_${level} ${select} sample by ${level} align to calendar`
   }
 
   private async applied(name: string): Promise<boolean> {
@@ -310,18 +308,19 @@ export class ViewWatch {
   /** Whether a watch begun after this process started has finished (see above). */
   settled = false
 
-  constructor(private readonly sql: Sql, private readonly records: Pick<Database, 'query'>, private readonly table: string, readonly marks: RollupMarks) {}
+  /** The marks' records database and table are the ones this watch keeps. */
+  constructor(private readonly sql: Sql, readonly marks: RollupMarks) {}
 
   /** One watch (see above); `settleMs` below SETTLE_MS is for tests and tools that know no write is under way. Says whether it finished. */
   async watch(settleMs = SETTLE_MS): Promise<boolean> {
     const began = Date.now()
-    const [now] = await this.records.query<{ at: string; due: boolean }>(`select now()::text as at, exists(select 1 from reading_rollup_marks where store = $1 and marked_at <= now() - $2 * interval '1 millisecond') as due`, [this.table, settleMs])
+    const [now] = await this.marks.records.query<{ at: string; due: boolean }>(`select now()::text as at, exists(select 1 from reading_rollup_marks where store = $1 and marked_at <= now() - $2 * interval '1 millisecond') as due`, [this.marks.table, settleMs])
     if (this.settled && !now?.due) return true
-    const [source] = await this.sql.unsafe<Record<string, unknown>[]>(`select sequencerTxn from wal_tables() where name = '${this.table}'`)
+    const [source] = await this.sql.unsafe<Record<string, unknown>[]>(`select sequencerTxn from wal_tables() where name = '${this.marks.table}'`)
     let sourceTxn = Number(source?.sequencerTxn)
     if (!Number.isFinite(sourceTxn)) return false
     for (const level of ['1m', '1h', '1d'] as const) {
-      const view = `${this.table}_${level}`
+      const view = `${this.marks.table}_${level}`
       while (true) {
         if (this.stopping || Date.now() - began > CYCLE_LIMIT_MS) return false
         const [state] = await this.sql.unsafe<Record<string, unknown>[]>(`select view_status, refresh_base_table_txn from materialized_views() where view_name = '${view}'`)
@@ -334,8 +333,8 @@ export class ViewWatch {
       if (applied === undefined) return false
       sourceTxn = applied
     }
-    const [removed] = await this.records.query<{ n: number }>(`with removed as (delete from reading_rollup_marks
-      where store = $1 and marked_at <= $2::timestamptz - $3 * interval '1 millisecond' returning 1) select count(*)::int as n from removed`, [this.table, now!.at, settleMs])
+    const [removed] = await this.marks.records.query<{ n: number }>(`with removed as (delete from reading_rollup_marks
+      where store = $1 and marked_at <= $2::timestamptz - $3 * interval '1 millisecond' returning 1) select count(*)::int as n from removed`, [this.marks.table, now!.at, settleMs])
     await this.marks.changed(removed?.n ?? 0)
     this.settled = true
     return true

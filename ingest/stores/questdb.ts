@@ -301,13 +301,13 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
   for (const level of ['1m', '1h', '1d'] as const) {
     if (views) await sql.unsafe(viewSql(table, level)).catch(() => { views = false })
   }
-  const tables = !views && own ? new OwnRollups(sql, own.records, table, VIEW_PARTITIONS) : undefined
+  /** Where writes are marked (own rollups, or views with a records database), before they are acknowledged. */
+  const marks = own ? new RollupMarks(own.records, table) : undefined
+  const tables = !views && marks ? new OwnRollups(sql, marks, VIEW_PARTITIONS) : undefined
   await tables?.create()
   tables?.start((error) => own!.log('QuestDB rollups refresh failed', error))
-  const watch = views && own ? new ViewWatch(sql, own.records, table, new RollupMarks(own.records, table)) : undefined
+  const watch = views && marks ? new ViewWatch(sql, marks) : undefined
   watch?.start((error) => own!.log('QuestDB rollup views watch failed', error))
-  /** Where writes are marked (own rollups, or views with a records database), before they are acknowledged. */
-  const marks = tables?.marks ?? watch?.marks
   /**
    * The view levels that are valid, and those that have also caught up whole with what they are built from (each
    * level on the one below it; a level counts only when the levels below it do).
@@ -340,14 +340,14 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
    */
   const piecesOf = async (from: number, to: number, interval: IntervalName, signal: AbortSignal): Promise<(from: number, to: number) => Piece[]> => {
     if (tables) {
-      const stale = await tables.marks.staleDays(from, to)
+      const stale = await marks!.staleDays(from, to)
       return (from, to) => withoutStale(rollupPieces(from, to, interval), stale)
     }
     if (!views) return (from, to) => rollupPieces(from, to, interval, [])
     const states = await viewStates(signal)
     // The marks are read only when some view is behind: a quiet store costs no more than before.
     if (!watch?.settled || states.caughtUp.length === ROLLUP_LEVELS.length) return (from, to) => rollupPieces(from, to, interval, states.caughtUp)
-    const stale = await watch.marks.staleDays(from, to)
+    const stale = await marks!.staleDays(from, to)
     return (from, to) => withoutStale(rollupPieces(from, to, interval, states.valid), stale)
   }
 
