@@ -3,7 +3,6 @@
 // issue's five, the daily one again while another device posts, and weekly and monthly aggregates by metric), each walked to its last page at limit=10000
 // (walked for --warmup seconds first, then the median of 5–21 walks; CSV alternately with JSON), ÷ the
 // store's own one-shot SQL over the raw rows; and the bytes each reading takes on disk. `--store sql|questdb` (default sql); BENCH_HISTORY_DAYS shortens the year (CI's smoke).
-import { readFileSync } from 'node:fs'
 import postgres from 'postgres'
 import { bucketsIn } from '../../ingest/planner.ts'
 import { newId } from '../../src/ids.ts'
@@ -67,25 +66,6 @@ async function walkCsv(api: Api, path: string): Promise<number> {
   return rows
 }
 
-/**
- * Flushes what the machine has still to write (`sync`): the load's pages, dirty in the page cache, are otherwise
- * written back while the first queries are timed. Returns the dirty and writeback megabytes found, and how long
- * the flush took. On Linux; elsewhere nothing is read and `sync` alone runs.
- */
-function settleDisk(): { dirtyMiB?: number; writebackMiB?: number; syncMs: number } {
-  const kib = (name: string) => {
-    try {
-      const match = readFileSync('/proc/meminfo', 'utf8').match(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm'))
-      return match ? Math.round(Number(match[1]) / 1024) : undefined
-    } catch { return undefined }
-  }
-  const dirtyMiB = kib('Dirty')
-  const writebackMiB = kib('Writeback')
-  const started = performance.now()
-  Bun.spawnSync(['sync'])
-  return { dirtyMiB, writebackMiB, syncMs: Math.round(performance.now() - started) }
-}
-
 export const history: Scenario = async (ctx) => {
   if (ctx.options.target) return { lines: [], details: {}, skipped: 'needs a local server (it loads a year of readings and reads the store directly)' }
   const store = ctx.options.store ?? 'sql'
@@ -142,9 +122,6 @@ export const history: Scenario = async (ctx) => {
           marksSettledMs = Date.now() - began
         }
         if (!table) await records.unsafe('vacuum analyze')
-        // And once the kernel has written the load out: a year is 1.8 GB on QuestDB, still being written back for
-        // tens of seconds after the last answer, and the walks timed first met that (see settleDisk).
-        const disk = settleDisk()
 
         const iso = (t: number) => new Date(t).toISOString()
         const base = `${API}/environment/readings?environment_id=${environmentId}&from=${iso(from)}&to=${iso(to)}&limit=${PAGE}`
@@ -200,7 +177,7 @@ export const history: Scenario = async (ctx) => {
           { name: `${days} days, daily avg/min/max, the environment, while a device posts every 100 ms`, rows: series * days, ours: () => walkJson(api, `${base}&interval=1d&agg=avg,min,max`), direct: oneShot.daily, targetMs: 50, during: trickle },
         ]
         const lines: Line[] = []
-        const details: Record<string, unknown> = { store, days, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), ...(views ? { rollupViews: views.views, viewsCaughtUpAfterMs: views.waitedMs } : {}), ...(marksSettledMs !== undefined ? { marksSettledAfterMs: marksSettledMs } : {}), disk }
+        const details: Record<string, unknown> = { store, days, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), ...(views ? { rollupViews: views.views, viewsCaughtUpAfterMs: views.waitedMs } : {}), ...(marksSettledMs !== undefined ? { marksSettledAfterMs: marksSettledMs } : {}) }
         // The first query: the daily walk as JSON, which the CSV line is held to.
         const dailyJson = queries[0]!.ours
         for (const q of queries as { name: string; rows: number; ours: () => Promise<number>; direct: () => Promise<unknown>; targetMs?: number; during?: () => Promise<() => Promise<number>> }[]) {
