@@ -338,17 +338,17 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
    * where our own rollups are kept; where QuestDB keeps views, the views that have caught up whole, or (once the watch
    * has settled, ViewWatch) every valid view but on marked days; without either, the table alone.
    */
-  const piecesOf = async (from: number, to: number, interval: IntervalName, signal: AbortSignal): Promise<(from: number, to: number) => Piece[]> => {
+  const piecesOf = async (from: number, to: number, interval: IntervalName, signal: AbortSignal): Promise<(start: number, end: number) => Piece[]> => {
     if (tables) {
       const stale = await marks!.staleDays(from, to)
-      return (from, to) => withoutStale(rollupPieces(from, to, interval), stale)
+      return (start, end) => withoutStale(rollupPieces(start, end, interval), stale)
     }
-    if (!views) return (from, to) => rollupPieces(from, to, interval, [])
+    if (!views) return (start, end) => rollupPieces(start, end, interval, [])
     const states = await viewStates(signal)
     // The marks are read only when some view is behind: a quiet store costs no more than before.
-    if (!watch?.settled || states.caughtUp.length === ROLLUP_LEVELS.length) return (from, to) => rollupPieces(from, to, interval, states.caughtUp)
+    if (!watch?.settled || states.caughtUp.length === ROLLUP_LEVELS.length) return (start, end) => rollupPieces(start, end, interval, states.caughtUp)
     const stale = await marks!.staleDays(from, to)
-    return (from, to) => withoutStale(rollupPieces(from, to, interval, states.valid), stale)
+    return (start, end) => withoutStale(rollupPieces(start, end, interval, states.valid), stale)
   }
 
   /** One read of the buckets of `filter`'s window from `pieces`, in (ts, group key) order (buckets() below). */
