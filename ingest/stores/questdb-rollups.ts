@@ -176,7 +176,7 @@ export class OwnRollups {
   rawHorizon = -Infinity
 
   /** The marks' records database and table are the ones these rollups keep. */
-  constructor(private readonly sql: Sql, readonly marks: RollupMarks, private readonly partitions: Record<RollupLevel, PartitionUnit>) {}
+  constructor(private readonly sql: Sql, private readonly marks: RollupMarks, private readonly partitions: Record<RollupLevel, PartitionUnit>) {}
 
   /**
    * Makes the rollup tables. Made for the first time beside readings already stored (a 7.4 deployment upgraded), every
@@ -309,7 +309,7 @@ export class ViewWatch {
   settled = false
 
   /** The marks' records database and table are the ones this watch keeps. */
-  constructor(private readonly sql: Sql, readonly marks: RollupMarks) {}
+  constructor(private readonly sql: Sql, private readonly marks: RollupMarks) {}
 
   /** One watch (see above); `settleMs` below SETTLE_MS is for tests and tools that know no write is under way. Says whether it finished. */
   async watch(settleMs = SETTLE_MS): Promise<boolean> {
