@@ -94,20 +94,27 @@ export const PING_REFUSED = 'The ping carries no valid readings.'
  * (constrained firmware builds a URL, not JSON). Any bad field refuses the whole ping: it answers 204 only.
  */
 export function parsePing(fields: Record<string, unknown>, device: DeviceInfo, now: number, where: string): { parsed?: Parsed; problems: PingProblem[] } {
-  const problems: PingProblem[] = []
   const ts = parseTimestamp(fields.ts === undefined ? undefined : typeof fields.ts === 'string' && /^\d+$/.test(fields.ts) ? Number(fields.ts) : fields.ts, now)
-  if (typeof ts === 'string') problems.push({ path: `${where}/ts`, message: MESSAGES[ts] })
-  const channels = Object.keys(fields).filter((k) => k !== 'key' && k !== 'ts')
-  if (channels.length === 0) problems.push({ path: where, message: 'send at least one channel, e.g. t1=27.5' })
-  if (channels.length > MAX_PING_CHANNELS) problems.push({ path: where, message: `at most ${MAX_PING_CHANNELS} channels per ping` })
   const readings: Reading[] = []
   const unmapped = new Set<string>()
-  for (const channel of channels) {
+  let channels = 0
+  let channelProblems: PingProblem[] | undefined
+  // One pass over the fields, on every ping: the problems about the whole ping are listed first, below.
+  for (const channel in fields) {
+    if (channel === 'key' || channel === 'ts') continue
+    channels++
     const raw = fields[channel]
     const value = typeof raw === 'number' ? raw : typeof raw === 'string' && JSON_NUMBER.test(raw) ? Number(raw) : NaN
-    if (!CHANNEL.test(channel)) problems.push({ path: `${where}/${channel}`, message: MESSAGES.invalid_channel })
-    else if (!Number.isFinite(value)) problems.push({ path: `${where}/${channel}`, message: MESSAGES.invalid_value })
-    else if (typeof ts === 'number') readings.push(reading(device, device.channels.get(channel), channel, value, ts, unmapped))
+    // A configured channel's key has the same shape (the device schema's pattern): only unknown ones are tested.
+    const mapping = device.channels.get(channel)
+    if (!mapping && !CHANNEL.test(channel)) (channelProblems ??= []).push({ path: `${where}/${channel}`, message: MESSAGES.invalid_channel })
+    else if (!Number.isFinite(value)) (channelProblems ??= []).push({ path: `${where}/${channel}`, message: MESSAGES.invalid_value })
+    else if (typeof ts === 'number') readings.push(reading(device, mapping, channel, value, ts, unmapped))
   }
+  const problems: PingProblem[] = []
+  if (typeof ts === 'string') problems.push({ path: `${where}/ts`, message: MESSAGES[ts] })
+  if (channels === 0) problems.push({ path: where, message: 'send at least one channel, e.g. t1=27.5' })
+  if (channels > MAX_PING_CHANNELS) problems.push({ path: where, message: `at most ${MAX_PING_CHANNELS} channels per ping` })
+  if (channelProblems) problems.push(...channelProblems)
   return problems.length ? { problems } : { parsed: { readings, rejected: [], unmapped }, problems }
 }
