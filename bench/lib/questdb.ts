@@ -20,6 +20,19 @@ export async function questdbAnswers(): Promise<boolean> {
   try { await exec('select 1', 2000); return true } catch { return false }
 }
 
+/**
+ * Which QuestDB answered, and how many workers its shared pools have, for the report: on a 2-core box shared with our
+ * server and the generator its figures may depend on them (bench/README.md gives what was seen). E.g. "QuestDB 9.3.2,
+ * shared.worker.count=1 (conf)".
+ */
+export async function questdbSetup(): Promise<string> {
+  const build = String((await exec('select build()')).dataset?.[0]?.[0] ?? '')
+  const version = /QuestDB [0-9.]+/.exec(build)?.[0] ?? 'QuestDB (version unknown)'
+  const workers = await exec(`select value, value_source from (show parameters) where property_path = 'shared.worker.count'`).catch(() => undefined)
+  const [value, source] = (workers?.dataset?.[0] ?? []) as [string?, string?]
+  return value === undefined ? version : `${version}, shared.worker.count=${value} (${source})`
+}
+
 /** The table our store creates (ingest/stores/questdb.ts), for the baselines to write into. */
 export async function createReadingsTable(table: string): Promise<void> {
   await exec(`create table if not exists ${table} (

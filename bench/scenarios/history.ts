@@ -6,7 +6,7 @@
 import postgres from 'postgres'
 import { bucketsIn } from '../../ingest/planner.ts'
 import { newId } from '../../src/ids.ts'
-import { exec, dropTable, freshTableName, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, waitForCount, waitForViews } from '../lib/questdb.ts'
+import { exec, dropTable, freshTableName, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, questdbSetup, waitForCount, waitForViews } from '../lib/questdb.ts'
 import { API, call, ms, onRecordsServer, type Api } from '../lib/records.ts'
 import { line, type Line, type Scenario } from '../lib/report.ts'
 import { createDevices, inParallel, metricOf } from '../lib/setup.ts'
@@ -177,7 +177,9 @@ export const history: Scenario = async (ctx) => {
           { name: `${days} days, daily avg/min/max, the environment, while a device posts every 100 ms`, rows: series * days, ours: () => walkJson(api, `${base}&interval=1d&agg=avg,min,max`), direct: oneShot.daily, targetMs: 50, during: trickle },
         ]
         const lines: Line[] = []
-        const details: Record<string, unknown> = { store, days, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), ...(views ? { rollupViews: views.views, viewsCaughtUpAfterMs: views.waitedMs } : {}), ...(marksSettledMs !== undefined ? { marksSettledAfterMs: marksSettledMs } : {}) }
+        // The QuestDB answering, and its workers: its figures depend on them (bench/lib/questdb.ts).
+        const setup = table ? await questdbSetup() : undefined
+        const details: Record<string, unknown> = { store, ...(setup ? { questdb: setup } : {}), days, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), ...(views ? { rollupViews: views.views, viewsCaughtUpAfterMs: views.waitedMs } : {}), ...(marksSettledMs !== undefined ? { marksSettledAfterMs: marksSettledMs } : {}) }
         // The first query: the daily walk as JSON, which the CSV line is held to.
         const dailyJson = queries[0]!.ours
         for (const q of queries as { name: string; rows: number; ours: () => Promise<number>; direct: () => Promise<unknown>; targetMs?: number; during?: () => Promise<() => Promise<number>> }[]) {
@@ -200,7 +202,7 @@ export const history: Scenario = async (ctx) => {
           const target = q.targetMs !== undefined ? `target < ${q.targetMs} ms: ${oursMs < q.targetMs ? 'met' : 'missed'}` : csv ? `CSV ≤ JSON (${ms(jsonMs)}, walked alternately with it): ${oursMs <= jsonMs ? 'met' : 'missed'}` : 'no target'
           // Higher is better, as every bench ratio: the one-shot SQL's time ÷ the API's full walk.
           lines.push(line(NAME, `${q.name} (${store}, full walk at limit=${PAGE}): one-shot SQL over raw ÷ API`, directMs, oursMs, 'ms', undefined, 'target',
-            `API ${ms(oursMs)} for ${q.rows} rows (median of ${runs} walks after ${warmups} to warm up), one-shot SQL over raw rows ${ms(directMs)} (median of ${directRuns}); ${target}`))
+            `API ${ms(oursMs)} for ${q.rows} rows (median of ${runs} walks after ${warmups} to warm up), one-shot SQL over raw rows ${ms(directMs)} (median of ${directRuns}); ${target}${setup ? `; ${setup}` : ''}`))
           details[q.name] = { rows: q.rows, oursMs, directMs, warmupWalks: warmups, walks: runs, ...(csv ? { jsonAlternatelyMs: jsonMs } : {}), ...(posted !== undefined ? { postsDuring: posted } : {}) }
         }
         // Bytes per reading on disk: the readings table, its indexes, rollups and the catalogue (SQL store); the

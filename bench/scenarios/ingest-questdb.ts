@@ -13,7 +13,7 @@ import type { SenderConfig } from '../baselines/questdb-sender.ts'
 import { ingestSettings } from '../lib/ingest.ts'
 import { BUN, runForResult } from '../lib/processes.ts'
 import {
-  dropTable, freshTableName, intoFreshTable, machineNote, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, questdbJava, RAW_ILP, SENDER,
+  dropTable, freshTableName, intoFreshTable, machineNote, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, questdbJava, questdbSetup, RAW_ILP, SENDER,
   tableStats, waitForCount, type RawResult, type SenderResult,
 } from '../lib/questdb.ts'
 import { INFLUXD, startInflux } from '../lib/influx.ts'
@@ -103,7 +103,7 @@ export const ingestQuestdb: Scenario = async (ctx) => {
         line(NAME, 'peak RSS of our server at max rate', run.peakRssMiB, undefined, 'MiB'),
       ],
       details: {
-        table, lanes: run.lanes, readingsPerRequest: run.perRequest, settings: ingestSettings(), load, half, stored, acknowledged, verified,
+        table, questdb: await questdbSetup(), lanes: run.lanes, readingsPerRequest: run.perRequest, settings: ingestSettings(), load, half, stored, acknowledged, verified,
         visibleAfterMs: visible.waitedMs, walTxn: stats.walTxn, meanBatch, client, raw, influx, peakRssMiB: run.peakRssMiB, readingsPerSecond: load.readingsPerSecond,
       },
     }
