@@ -177,7 +177,7 @@ export const history: Scenario = async (ctx) => {
           { name: `${days} days, daily avg/min/max, the environment, while a device posts every 100 ms`, rows: series * days, ours: () => walkJson(api, `${base}&interval=1d&agg=avg,min,max`), direct: oneShot.daily, targetMs: 50, during: trickle },
         ]
         const lines: Line[] = []
-        // The QuestDB answering, and its workers: its figures depend on them (bench/lib/questdb.ts).
+        // The QuestDB answering, and its workers: its figures may depend on them (bench/README.md).
         const setup = table ? await questdbSetup() : undefined
         const details: Record<string, unknown> = { store, ...(setup ? { questdb: setup } : {}), days, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), ...(views ? { rollupViews: views.views, viewsCaughtUpAfterMs: views.waitedMs } : {}), ...(marksSettledMs !== undefined ? { marksSettledAfterMs: marksSettledMs } : {}) }
         // The first query: the daily walk as JSON, which the CSV line is held to.
