@@ -143,24 +143,34 @@ describe.skipIf(!bin)('Postgres down and back', () => {
         const n = sequence++
         const started = performance.now()
         const sentIn = phase
+        const what = ['readings', 'activity', 'query'][kind]
         let response: Response
-        if (kind === 0) {
-          const readings = Array.from({ length: 20 }, (_, i) => ({ channel: 't1', value: i, ts: t0 + n * 20 + i }))
-          response = await fetch(`${env.baseUrl}/api/v1/sensors/readings`, { method: 'POST', signal: AbortSignal.timeout(15_000), headers: { authorization: `Bearer ${device.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ readings }) })
-          if (response.status === 202) for (const r of readings) acknowledgedReadings.add(r.ts)
-          if (response.status === 202 && sentIn === 'back') ackMsAfterBack.push(performance.now() - started)
-        } else if (kind === 1) {
-          response = await fetch(`${env.baseUrl}/api/v1/activities`, { method: 'POST', signal: AbortSignal.timeout(15_000), headers: { authorization: `Bearer ${key.token}`, 'content-type': 'application/json', 'idempotency-key': `busy-${n}` }, body: JSON.stringify({ animal_id: animal.id, type: 'handling', details: { minutes: 1 } }) })
-          if (response.status === 201) createdActivities.add(((await response.clone().json()) as { id: string }).id)
-        } else {
-          response = await fetch(`${env.baseUrl}/api/v1/environment/readings?device_id=${device.id}&limit=10`, { signal: AbortSignal.timeout(15_000), headers: { authorization: `Bearer ${key.token}` } })
+        try {
+          if (kind === 0) {
+            const readings = Array.from({ length: 20 }, (_, i) => ({ channel: 't1', value: i, ts: t0 + n * 20 + i }))
+            response = await fetch(`${env.baseUrl}/api/v1/sensors/readings`, { method: 'POST', signal: AbortSignal.timeout(15_000), headers: { authorization: `Bearer ${device.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ readings }) })
+            if (response.status === 202) for (const r of readings) acknowledgedReadings.add(r.ts)
+            if (response.status === 202 && sentIn === 'back') ackMsAfterBack.push(performance.now() - started)
+          } else if (kind === 1) {
+            response = await fetch(`${env.baseUrl}/api/v1/activities`, { method: 'POST', signal: AbortSignal.timeout(15_000), headers: { authorization: `Bearer ${key.token}`, 'content-type': 'application/json', 'idempotency-key': `busy-${n}` }, body: JSON.stringify({ animal_id: animal.id, type: 'handling', details: { minutes: 1 } }) })
+            if (response.status === 201) createdActivities.add(((await response.clone().json()) as { id: string }).id)
+          } else {
+            response = await fetch(`${env.baseUrl}/api/v1/environment/readings?device_id=${device.id}&limit=10`, { signal: AbortSignal.timeout(15_000), headers: { authorization: `Bearer ${key.token}` } })
+          }
+          await response.text()
+        } catch (error) {
+          // A request that fails outright (no answer, or none within 15 s) is a failure of its own, named with its
+          // phase; the client goes on, so the clients left cannot hide it by stopping.
+          slow.push(`${what} sent ${sentIn}: ${error} after ${Math.round(performance.now() - started)} ms`)
+          await Bun.sleep(100)
+          continue
         }
-        await response.text()
         const ms = performance.now() - started
-        statuses[`${['readings', 'activity', 'query'][kind]} ${response.status}`] = (statuses[`${['readings', 'activity', 'query'][kind]} ${response.status}`] ?? 0) + 1
-        if (response.status >= 500 && response.status !== 503) slow.push(`${kind} answered ${response.status}`)
-        if (response.status === 503 && !response.headers.get('retry-after')) slow.push(`${kind} 503 without Retry-After`)
-        if (ms > 2_000) slow.push(`${['readings', 'activity', 'query'][kind]} sent ${sentIn}: ${response.status} after ${Math.round(ms)} ms`)
+        const answered = `${what} ${sentIn} ${response.status}`
+        statuses[answered] = (statuses[answered] ?? 0) + 1
+        if (response.status >= 500 && response.status !== 503) slow.push(`${what} answered ${response.status}`)
+        if (response.status === 503 && !response.headers.get('retry-after')) slow.push(`${what} 503 without Retry-After`)
+        if (ms > 2_000) slow.push(`${what} sent ${sentIn}: ${response.status} after ${Math.round(ms)} ms`)
         // A client backs off after a 503 (here a tenth of a second, not the whole Retry-After, to keep the test short).
         if (response.status === 503) await Bun.sleep(100)
       }
@@ -182,7 +192,9 @@ describe.skipIf(!bin)('Postgres down and back', () => {
 
     pg.start()
     phase = 'back'
+    // What the clients met so far goes into the failure, should the acks not come.
     await waitFor(async () => ackMsAfterBack.length >= 30, 15_000, 50)
+      .catch((error) => { throw new Error(`${error.message}: ${ackMsAfterBack.length} acks after the restart; answers by phase ${JSON.stringify(statuses)}; failures ${JSON.stringify(slow.slice(0, 20))}`) })
     running = false
     await Promise.all(clients)
     ackMsAfterBack.sort((a, b) => a - b)
