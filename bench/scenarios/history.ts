@@ -2,12 +2,14 @@
 // reading every 2 minutes: 10,512,000) loaded through POST /sensors/readings, then eight queries through the API (the
 // issue's five, the daily one again while another device posts, and weekly and monthly aggregates by metric), each walked to its last page at limit=10000
 // (walked for --warmup seconds first, then the median of 5–21 walks; CSV alternately with JSON), ÷ the
-// store's own one-shot SQL over the raw rows; and the bytes each reading takes on disk. `--store sql|questdb` (default sql); BENCH_HISTORY_DAYS shortens the year (CI's smoke).
+// store's own one-shot SQL over the raw rows, each walked alternately with the same pages served by a bare Bun.serve
+// (the floor: what moving those bytes costs the machine that day); and the bytes each reading takes on disk. `--store sql|questdb` (default sql); BENCH_HISTORY_DAYS shortens the year (CI's smoke).
 import postgres from 'postgres'
 import { bucketsIn } from '../../ingest/planner.ts'
 import { newId } from '../../src/ids.ts'
 import { exec, dropTable, freshTableName, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, questdbSetup, waitForCount, waitForViews } from '../lib/questdb.ts'
-import { API, call, ms, onRecordsServer, type Api } from '../lib/records.ts'
+import { API, call, ms, onRecordsServer, serveFixed, type Api } from '../lib/records.ts'
+import type { FixedAnswer } from '../servers/bare-server.ts'
 import { line, type Line, type Scenario } from '../lib/report.ts'
 import { createDevices, inParallel, metricOf } from '../lib/setup.ts'
 
@@ -40,30 +42,44 @@ const median = async (runs: number, work: () => Promise<unknown>) => (await medi
  */
 const runsFor = (walkMs: number) => 2 * Math.floor(Math.min(21, Math.max(5, 2000 / walkMs)) / 2) + 1
 
-/** Every page of a JSON listing; returns the rows counted. */
-async function walkJson(api: Api, path: string): Promise<number> {
+/** Every page of a JSON listing; returns the rows counted. With `record`, each page is added to it as the bare server would answer it. */
+async function walkJson(api: Api, path: string, record?: FixedAnswer[]): Promise<number> {
   let rows = 0
   let cursor: string | null = null
   do {
-    const answer = await call(api, 'GET', cursor ? `${path}&cursor=${cursor}` : path)
+    const target = cursor ? `${path}&cursor=${cursor}` : path
+    const answer = await call(api, 'GET', target)
+    record?.push({ method: 'GET', path: target, status: answer.status, headers: { 'content-type': answer.headers.get('content-type')! }, body: answer.text })
     rows += (answer.json.data as unknown[]).length
     cursor = answer.json.has_more ? answer.json.next_cursor : null
   } while (cursor)
   return rows
 }
 
-/** Every file of a CSV listing (following Next-Cursor); returns the rows counted. */
-async function walkCsv(api: Api, path: string): Promise<number> {
+/** Every file of a CSV listing (following Next-Cursor); returns the rows counted. `record` as for walkJson. */
+async function walkCsv(api: Api, path: string, record?: FixedAnswer[]): Promise<number> {
   let rows = 0
   let cursor: string | null = null
   do {
-    const res: Response = await fetch(`${api.baseUrl}${cursor ? `${path}&cursor=${cursor}` : path}`, { headers: { authorization: `Bearer ${api.token}` } })
+    const target = cursor ? `${path}&cursor=${cursor}` : path
+    const res: Response = await fetch(`${api.baseUrl}${target}`, { headers: { authorization: `Bearer ${api.token}` } })
     const text = await res.text()
     if (res.status !== 200) throw new Error(`${NAME}: CSV ${path} answered ${res.status}: ${text.slice(0, 300)}`)
     rows += text.split('\r\n').length - 2
     cursor = res.headers.get('next-cursor')
+    record?.push({ method: 'GET', path: target, status: res.status, headers: { 'content-type': res.headers.get('content-type')!, ...(cursor ? { 'next-cursor': cursor } : {}) }, body: text })
   } while (cursor)
   return rows
+}
+
+/** A query of the scenario: its walk through an API (ours or the bare server's), which adds its pages to `record` when given one. */
+interface Query {
+  name: string
+  rows: number
+  walk: (on: Api, record?: FixedAnswer[]) => Promise<number>
+  direct: () => Promise<unknown>
+  targetMs?: number
+  during?: () => Promise<() => Promise<number>>
 }
 
 export const history: Scenario = async (ctx) => {
@@ -75,8 +91,9 @@ export const history: Scenario = async (ctx) => {
   // Raw readings kept for ever: the year loaded is queried raw too (the baselines), not expired behind the load.
   const env: Record<string, string> = { DEVICE_RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_MINUTE: '1000000', READINGS_RETENTION_DAYS: '0', ...(table ? { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table } : {}) }
   try {
-    return await onRecordsServer(ctx, `${NAME}-${store}`, { demo: false, bare: false, env }, async ({ api, local }) => {
+    return await onRecordsServer(ctx, `${NAME}-${store}`, { demo: false, bare: true, env }, async ({ api, local }) => {
       const { database, accountId } = local!
+      const bare = local!.bare!
       const records = postgres(database.url, { max: 2, onnotice: () => {} })
       try {
         const environmentId = newId('environment')
@@ -163,47 +180,57 @@ export const history: Scenario = async (ctx) => {
           })()
           return async () => { running = false; await loop; return posts }
         }
-        const queries = [
-          { name: `${days} days, daily avg/min/max, the environment`, rows: series * days, ours: () => walkJson(api, `${base}&interval=1d&agg=avg,min,max`), direct: oneShot.daily, targetMs: 50 },
-          { name: `${days} days, hourly avg, the environment`, rows: series * days * 24, ours: () => walkJson(api, `${base}&interval=1h&agg=avg`), direct: oneShot.hourly, targetMs: 1000 },
-          { name: 'latest value per series', rows: series, ours: () => walkJson(api, `${API}/environment/readings?latest=true&limit=${PAGE}`), direct: oneShot.latest, targetMs: 10 },
-          { name: `the daily query as CSV`, rows: series * days, ours: () => walkCsv(api, `${base}&interval=1d&agg=avg,min,max&format=csv`), direct: oneShot.daily, targetMs: undefined },
-          { name: '30 days hourly, one channel', rows: Math.min(30, days) * 24, ours: () => walkJson(api, oneChannel), direct: oneShot.channel, targetMs: undefined },
+        const queries: Query[] = [
+          { name: `${days} days, daily avg/min/max, the environment`, rows: series * days, walk: (on, record) => walkJson(on, `${base}&interval=1d&agg=avg,min,max`, record), direct: oneShot.daily, targetMs: 50 },
+          { name: `${days} days, hourly avg, the environment`, rows: series * days * 24, walk: (on, record) => walkJson(on, `${base}&interval=1h&agg=avg`, record), direct: oneShot.hourly, targetMs: 1000 },
+          { name: 'latest value per series', rows: series, walk: (on, record) => walkJson(on, `${API}/environment/readings?latest=true&limit=${PAGE}`, record), direct: oneShot.latest, targetMs: 10 },
+          { name: `the daily query as CSV`, rows: series * days, walk: (on, record) => walkCsv(on, `${base}&interval=1d&agg=avg,min,max&format=csv`, record), direct: oneShot.daily, targetMs: undefined },
+          { name: '30 days hourly, one channel', rows: Math.min(30, days) * 24, walk: (on, record) => walkJson(on, oneChannel, record), direct: oneShot.channel, targetMs: undefined },
           // Across the environment's series, one row per metric (each channel is its own metric here).
-          { name: `${days} days, weekly avg/min/max by metric, the environment`, rows: CHANNELS * bucketsIn(from, to, '1w'), ours: () => walkJson(api, `${base}&interval=1w&agg=avg,min,max&group_by=metric`), direct: oneShot.weeklyByMetric, targetMs: undefined },
-          { name: `${days} days, monthly avg by metric, the environment`, rows: CHANNELS * bucketsIn(from, to, '1mo'), ours: () => walkJson(api, `${base}&interval=1mo&agg=avg&group_by=metric`), direct: oneShot.monthlyByMetric, targetMs: undefined },
+          { name: `${days} days, weekly avg/min/max by metric, the environment`, rows: CHANNELS * bucketsIn(from, to, '1w'), walk: (on, record) => walkJson(on, `${base}&interval=1w&agg=avg,min,max&group_by=metric`, record), direct: oneShot.weeklyByMetric, targetMs: undefined },
+          { name: `${days} days, monthly avg by metric, the environment`, rows: CHANNELS * bucketsIn(from, to, '1mo'), walk: (on, record) => walkJson(on, `${base}&interval=1mo&agg=avg&group_by=metric`, record), direct: oneShot.monthlyByMetric, targetMs: undefined },
           // Live ingest keeps rollups that the store refreshes behind its writes (QuestDB's views) a moment behind nearly
           // always: the same daily query while one more device posts 4 readings every 100 ms (outside the window). Last: its device is one more series for `latest`.
-          { name: `${days} days, daily avg/min/max, the environment, while a device posts every 100 ms`, rows: series * days, ours: () => walkJson(api, `${base}&interval=1d&agg=avg,min,max`), direct: oneShot.daily, targetMs: 50, during: trickle },
+          { name: `${days} days, daily avg/min/max, the environment, while a device posts every 100 ms`, rows: series * days, walk: (on, record) => walkJson(on, `${base}&interval=1d&agg=avg,min,max`, record), direct: oneShot.daily, targetMs: 50, during: trickle },
         ]
         const lines: Line[] = []
         // The QuestDB answering, and its workers: its figures may depend on them (bench/README.md).
         const setup = table ? await questdbSetup() : undefined
         const details: Record<string, unknown> = { store, ...(setup ? { questdb: setup } : {}), days, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), ...(views ? { rollupViews: views.views, viewsCaughtUpAfterMs: views.waitedMs } : {}), ...(marksSettledMs !== undefined ? { marksSettledAfterMs: marksSettledMs } : {}) }
         // The first query: the daily walk as JSON, which the CSV line is held to.
-        const dailyJson = queries[0]!.ours
-        for (const q of queries as { name: string; rows: number; ours: () => Promise<number>; direct: () => Promise<unknown>; targetMs?: number; during?: () => Promise<() => Promise<number>> }[]) {
+        const dailyJson = () => queries[0]!.walk(api)
+        // The same pages from a bare Bun.serve (bench/servers/bare-server.ts), walked alternately with ours: what
+        // moving those bytes costs this machine today (the client's fetch and JSON.parse included), so that a walk's
+        // time splits into that floor and what our server adds. A walk that took 40.6 ms one day took 68.4 the next on
+        // unchanged code; the floor measured beside it says how much of that was the machine.
+        const bareApi: Api = { baseUrl: bare.baseUrl, token: api.token }
+        for (const q of queries) {
           const stopDuring = await q.during?.()
+          const ours = () => q.walk(api)
           const warmupStarted = performance.now()
-          const counted = await q.ours()
+          const counted = await ours()
           if (counted !== q.rows) throw new Error(`${NAME}: ${q.name} walked ${counted} rows, not ${q.rows}`)
           // Walked again for the warm-up (--warmup): a server in service has run its queries many times, and ours
           // ran each a first time here. On a year in scratch, a new server's daily walks went 114, 61, 46, 47, 42 ms
           // and settled near 40 after about ten walks (QuestDB 9.3.2: 119, 59, 66, 50, 84, then 44-50).
           let warmups = 1
-          while (performance.now() - warmupStarted < ctx.warmupSeconds * 1000) { await q.ours(); warmups++ }
+          while (performance.now() - warmupStarted < ctx.warmupSeconds * 1000) { await ours(); warmups++ }
           const runs = runsFor((performance.now() - warmupStarted) / warmups)
+          const recorded: FixedAnswer[] = []
+          await q.walk(api, recorded)
+          await serveFixed(bare, recorded)
+          const floor = async () => { const rows = await q.walk(bareApi); if (rows !== q.rows) throw new Error(`${NAME}: the bare server's ${q.name} walked ${rows} rows`) }
           // CSV is held to JSON walked alternately with it, not to the JSON line's own walks minutes earlier.
           const csv = q.name.includes('CSV')
-          const [oursMs = NaN, jsonMs = NaN] = await medians(runs, csv ? [q.ours, dailyJson] : [q.ours])
+          const [oursMs = NaN, floorMs = NaN, jsonMs = NaN] = await medians(runs, csv ? [ours, floor, dailyJson] : [ours, floor])
           const directRuns = 3
           const directMs = await median(directRuns, q.direct)
           const posted = await stopDuring?.()
           const target = q.targetMs !== undefined ? `target < ${q.targetMs} ms: ${oursMs < q.targetMs ? 'met' : 'missed'}` : csv ? `CSV ≤ JSON (${ms(jsonMs)}, walked alternately with it): ${oursMs <= jsonMs ? 'met' : 'missed'}` : 'no target'
           // Higher is better, as every bench ratio: the one-shot SQL's time ÷ the API's full walk.
           lines.push(line(NAME, `${q.name} (${store}, full walk at limit=${PAGE}): one-shot SQL over raw ÷ API`, directMs, oursMs, 'ms', undefined, 'target',
-            `API ${ms(oursMs)} for ${q.rows} rows (median of ${runs} walks after ${warmups} to warm up), one-shot SQL over raw rows ${ms(directMs)} (median of ${directRuns}); ${target}${setup ? `; ${setup}` : ''}`))
-          details[q.name] = { rows: q.rows, oursMs, directMs, warmupWalks: warmups, walks: runs, ...(csv ? { jsonAlternatelyMs: jsonMs } : {}), ...(posted !== undefined ? { postsDuring: posted } : {}) }
+            `API ${ms(oursMs)} for ${q.rows} rows (median of ${runs} walks after ${warmups} to warm up), one-shot SQL over raw rows ${ms(directMs)} (median of ${directRuns}); the same ${recorded.length} page(s) from a bare Bun.serve ${ms(floorMs)} (walked alternately); ${target}${setup ? `; ${setup}` : ''}`))
+          details[q.name] = { rows: q.rows, oursMs, directMs, samePagesFromBareServerMs: floorMs, pages: recorded.length, pageBytes: recorded.reduce((n, r) => n + Buffer.byteLength(r.body), 0), warmupWalks: warmups, walks: runs, ...(csv ? { jsonAlternatelyMs: jsonMs } : {}), ...(posted !== undefined ? { postsDuring: posted } : {}) }
         }
         // Bytes per reading on disk: the readings table, its indexes, rollups and the catalogue (SQL store); the
         // table and its views' partitions (QuestDB).
