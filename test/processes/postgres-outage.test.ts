@@ -194,7 +194,11 @@ describe.skipIf(!bin)('Postgres down and back', () => {
     phase = 'back'
     // What the clients met so far goes into the failure, should the acks not come.
     await waitFor(async () => ackMsAfterBack.length >= 30, 15_000, 50)
-      .catch((error) => { throw new Error(`${error.message}: ${ackMsAfterBack.length} acks after the restart; answers by phase ${JSON.stringify(statuses)}; failures ${JSON.stringify(slow.slice(0, 20))}`) })
+      .catch(async (error) => {
+        // And whether the service's own pool reaches Postgres now: a stuck pool, or a stuck path beside it.
+        const pool = await Promise.race([env.deps.database.query('select 1').then(() => 'answers', (e) => `fails: ${e}`), Bun.sleep(2_000).then(() => 'gives no answer within 2 s')])
+        throw new Error(`${error.message}: ${ackMsAfterBack.length} acks after the restart; answers by phase ${JSON.stringify(statuses)}; failures ${JSON.stringify(slow.slice(0, 20))}; the records pool ${pool}`)
+      })
     running = false
     await Promise.all(clients)
     ackMsAfterBack.sort((a, b) => a - b)
