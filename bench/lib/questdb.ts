@@ -27,7 +27,9 @@ export async function questdbAnswers(): Promise<boolean> {
  */
 export async function questdbSetup(): Promise<string> {
   const build = String((await exec('select build()')).dataset?.[0]?.[0] ?? '')
-  const version = /QuestDB [0-9.]+/.exec(build)?.[0] ?? 'QuestDB (version unknown)'
+  // "QuestDB 9.3.2" in release builds; a build whose manifest names the product in lower case says "questdb 9.3.2".
+  const number = /questdb ([0-9.]+)/i.exec(build)?.[1]
+  const version = number ? `QuestDB ${number}` : 'QuestDB (version unknown)'
   const workers = await exec(`select value, value_source from (show parameters) where property_path = 'shared.worker.count'`).catch(() => undefined)
   const [value, source] = (workers?.dataset?.[0] ?? []) as [string?, string?]
   return value === undefined ? version : `${version}, shared.worker.count=${value} (${source})`
