@@ -197,7 +197,8 @@ describe.skipIf(!bin)('Postgres down and back', () => {
       .catch(async (error) => {
         // And whether the service's own pool reaches Postgres now: a stuck pool, or a stuck path beside it.
         const pool = await Promise.race([env.deps.database.query('select 1').then(() => 'answers', (e) => `fails: ${e}`), Bun.sleep(2_000).then(() => 'gives no answer within 2 s')])
-        throw new Error(`${error.message}: ${ackMsAfterBack.length} acks after the restart; answers by phase ${JSON.stringify(statuses)}; failures ${JSON.stringify(slow.slice(0, 20))}; the records pool ${pool}`)
+        // Shortest first: CI keeps 400 characters of a line.
+        throw new Error(`${error.message}: ${ackMsAfterBack.length} acks after the restart; the records pool ${pool}; failures ${JSON.stringify(slow.slice(0, 20))}; answers by phase ${JSON.stringify(statuses)}`)
       })
     running = false
     await Promise.all(clients)
