@@ -195,7 +195,9 @@ describe.skipIf(!bin)('Postgres down and back', () => {
     // What the clients met so far goes into the failure, should the acks not come.
     await waitFor(async () => ackMsAfterBack.length >= 30, 15_000, 50)
       .catch(async (error) => {
-        // And whether the service's own pool reaches Postgres now: a stuck pool, or a stuck path beside it.
+        // The clients stop (they go on after a failed request, so they would not stop by themselves once the server
+        // is closed); and whether the service's own pool reaches Postgres now: a stuck pool, or a stuck path beside it.
+        running = false
         const pool = await Promise.race([env.deps.database.query('select 1').then(() => 'answers', (e) => `fails: ${e}`), Bun.sleep(2_000).then(() => 'gives no answer within 2 s')])
         // Shortest first: CI keeps 400 characters of a line.
         throw new Error(`${error.message}: ${ackMsAfterBack.length} acks after the restart; the records pool ${pool}; failures ${JSON.stringify(slow.slice(0, 20))}; answers by phase ${JSON.stringify(statuses)}`)
