@@ -205,6 +205,7 @@ export async function openPglite(dataDir: string): Promise<Database> {
       async close() {},
     }),
     ping: async () => { await client.query('select 1') },
-    close: async () => { await client.close(); unlock() },
+    // Once, as postgres.js's end(): PGlite refuses a second close, and the lock may be another process's by then.
+    close: async () => { if (client.closed) return; await client.close(); unlock() },
   }
 }

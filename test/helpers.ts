@@ -89,10 +89,14 @@ export async function createTestEnv(overrides: Partial<Config> = {}, options: De
       return fetch(baseUrl + path, { method, headers, body })
     },
     async close() {
-      await mqtt?.close()
-      await app.stop(true)
-      await deps.close()
-      await database.drop()
+      // The database is dropped whatever closing the rest met (a test may have closed part of it on purpose).
+      try {
+        await mqtt?.close()
+        await app.stop(true)
+        await deps.close()
+      } finally {
+        await database.drop()
+      }
     },
   }
 }
