@@ -12,16 +12,19 @@ const fixed = new Map<string, { body: string; init: ResponseInit }>()
 /** Whether any answer is registered with its query: only then is the query part of the lookup. */
 let byQuery = false
 
+/** Where a request URL's path begins (after the scheme and host). */
+const pathStart = (url: string) => url.indexOf('/', url.indexOf('//') + 2)
+
 /** The path of a request URL without allocating a URL object. */
 function pathOf(url: string): string {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
+  const start = pathStart(url)
   const query = url.indexOf('?', start)
   return url.slice(start, query === -1 ? undefined : query)
 }
 
 function fixedAnswerFor(method: string, path: string, url: string) {
   // The query is looked at only once an answer was registered with one: the other scenarios' baseline pays nothing.
-  const withQuery = byQuery ? fixed.get(`${method} ${url.slice(url.indexOf('/', url.indexOf('//') + 2))}`) : undefined
+  const withQuery = byQuery ? fixed.get(`${method} ${url.slice(pathStart(url))}`) : undefined
   return withQuery ?? fixed.get(`${method} ${path}`) ?? fixed.get(`${method} ${path.slice(0, path.lastIndexOf('/') + 1)}`)
 }
 
