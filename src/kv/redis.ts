@@ -35,6 +35,14 @@ if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) 
 return total
 `
 
+/** The scripts above as commands of the client (defineCommand adds them at run time, so the types say them here). */
+interface Scripts {
+  hitWindow(key: string, windowMs: number): Promise<[number, number]>
+  releaseLock(key: string, token: string): Promise<number>
+  takeSlot(key: string, limit: number, ttlMs: number, token: string): Promise<number>
+  addCounter(key: string, amount: number, ttlMs: number): unknown
+}
+
 /** Bounds on every Redis call, so a stalled or absent Redis costs a request at most this much (see kv/fallback.ts). */
 export interface RedisTimeouts { commandTimeoutMs: number; connectTimeoutMs: number }
 
@@ -48,8 +56,13 @@ export async function redisStore(url: string, prefix: string, timeouts: RedisTim
   // Pub/sub needs a connection of its own: a subscribed connection can issue no other commands. Its SUBSCRIBE
   // waits for a connection (offline queue, no retry limit), and ioredis subscribes again after every reconnect.
   const subscriber = new Redis(url, { maxRetriesPerRequest: null, connectTimeout: timeouts.connectTimeoutMs })
-  // Sent by hash (EVALSHA) once Redis knows it: reconciliation adds thousands of counters at a time.
+  // Every script goes by hash (EVALSHA; ioredis sends the text once when Redis answers NOSCRIPT): the rate limit's
+  // script runs on every request and reconciliation adds thousands of counters at a time, so the text is not resent.
+  client.defineCommand('hitWindow', { numberOfKeys: 1, lua: HIT_SCRIPT })
+  client.defineCommand('releaseLock', { numberOfKeys: 1, lua: RELEASE_SCRIPT })
+  client.defineCommand('takeSlot', { numberOfKeys: 1, lua: TAKE_SLOT_SCRIPT })
   client.defineCommand('addCounter', { numberOfKeys: 1, lua: ADD_SCRIPT })
+  const scripts = client as unknown as Scripts
   // Start even when Redis is down: the first command fails and the service runs on its fallback until Redis answers.
   await withTimeout(new Promise<void>((resolve) => client.once('ready', resolve)), timeouts.connectTimeoutMs).catch(() => {})
   const handlers = new Map<string, Set<(message: string) => void>>()
@@ -62,12 +75,12 @@ export async function redisStore(url: string, prefix: string, timeouts: RedisTim
   return {
     kind: 'redis',
     async hit(key, windowMs) {
-      const [count, ttl] = (await client.eval(HIT_SCRIPT, 1, prefix + key, windowMs)) as [number, number]
+      const [count, ttl] = await scripts.hitWindow(prefix + key, windowMs)
       return { count, resetMs: ttl }
     },
     async addAll(counts, ttlMs) {
       if (!counts.length) return []
-      const pipeline = client.pipeline() as ReturnType<typeof client.pipeline> & { addCounter(key: string, amount: number, ttlMs: number): unknown }
+      const pipeline = client.pipeline() as ReturnType<typeof client.pipeline> & Pick<Scripts, 'addCounter'>
       for (const { key, amount } of counts) pipeline.addCounter(prefix + key, amount, ttlMs)
       const results = (await pipeline.exec()) ?? []
       return results.map(([error, total]) => {
@@ -80,11 +93,11 @@ export async function redisStore(url: string, prefix: string, timeouts: RedisTim
       return (await client.set(prefix + key, token, 'PX', ttlMs, 'NX')) === 'OK' ? token : null
     },
     async release(key, token) {
-      await client.eval(RELEASE_SCRIPT, 1, prefix + key, token)
+      await scripts.releaseLock(prefix + key, token)
     },
     async takeSlot(key, limit, ttlMs) {
       const token = randomUUID()
-      return (await client.eval(TAKE_SLOT_SCRIPT, 1, prefix + key, limit, ttlMs, token)) === 1 ? token : null
+      return (await scripts.takeSlot(prefix + key, limit, ttlMs, token)) === 1 ? token : null
     },
     async giveSlot(key, token) {
       await client.zrem(prefix + key, token)

@@ -46,3 +46,43 @@ describe(`shared store counters (${REAL_REDIS_URL ? 'redis' : 'memory'})`, () =>
     expect(await second.addAll([], 60_000)).toEqual([])
   })
 })
+
+describe(`shared store scripts (${REAL_REDIS_URL ? 'redis' : 'memory'})`, () => {
+  // The scripts go to Redis by hash. Redis forgets them on a restart or a SCRIPT FLUSH; each must still run then.
+  async function forgetScripts() {
+    if (!REAL_REDIS_URL) return
+    const { default: Redis } = await import('ioredis')
+    const raw = new Redis(REAL_REDIS_URL)
+    try { expect(await raw.script('FLUSH')).toBe('OK') } finally { raw.disconnect() }
+  }
+
+  test('a window counts hits and says when it ends, also after Redis forgot the script', async () => {
+    const store = await open()
+    expect(await store.hit('window', 60_000)).toEqual({ count: 1, resetMs: expect.any(Number) })
+    await forgetScripts()
+    const second = await store.hit('window', 60_000)
+    expect(second.count).toBe(2)
+    expect(second.resetMs).toBeGreaterThan(50_000)
+    expect(second.resetMs).toBeLessThanOrEqual(60_000)
+  })
+
+  test('slots are taken up to the limit and given back; a lock is released only by its token', async () => {
+    const store = await open()
+    await forgetScripts()
+    const first = await store.takeSlot('slots', 2, 60_000)
+    const second = await store.takeSlot('slots', 2, 60_000)
+    expect(first).toEqual(expect.any(String))
+    expect(second).toEqual(expect.any(String))
+    expect(await store.takeSlot('slots', 2, 60_000)).toBeNull()
+    await store.giveSlot('slots', first!)
+    expect(await store.takeSlot('slots', 2, 60_000)).toEqual(expect.any(String))
+
+    const lock = await store.acquire('lock', 60_000)
+    expect(lock).toEqual(expect.any(String))
+    await forgetScripts()
+    await store.release('lock', 'not-the-token')
+    expect(await store.acquire('lock', 60_000)).toBeNull()
+    await store.release('lock', lock!)
+    expect(await store.acquire('lock', 60_000)).toEqual(expect.any(String))
+  })
+})
