@@ -81,6 +81,25 @@ describe('paging buckets (SQL store, always run)', () => {
   })
 })
 
+describe('writing to the SQL store (always run)', () => {
+  test('values and times read back exactly as written (-0 as 0, as String() writes it): every digit, the extremes, and batches that need new partitions', async () => {
+    const own = await createTestEnv()
+    try {
+      const store = sqlStore(own.deps.database)
+      const values = [0.1 + 0.2, 1 / 3, -123.456e10, 1e-7, 5e-324, 1.7976931348623157e308, -0, 2 ** 53 + 2, 27.5, -40]
+      // Two years apart: the second write's times fall where no partition is made yet.
+      const times = [Date.UTC(2026, 10, 20, 6, 0, 0, 1), Date.UTC(2024, 1, 29, 23, 59, 59, 999)]
+      for (const base of times) {
+        await store.write(values.map((value, i) => ({ accountId: 'acct_exact', deviceId: 'dev_exact', channel: 'v', ts: base + i, value, metric: null, environmentId: null })))
+        const rows = await store.raw({ accountId: 'acct_exact', from: base, to: base + values.length }, 100)
+        expect(rows.map((r) => [r.ts, r.value])).toEqual(values.map((value, i) => [base + i, value === 0 ? 0 : value]))
+      }
+    } finally {
+      await own.close()
+    }
+  })
+})
+
 describe.skipIf(!enabled)('SQL store and QuestDB answer alike', () => {
   const accountId = 'acct_a'
   const other = 'acct_b'
