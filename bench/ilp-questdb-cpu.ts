@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config.ts'
 import { cpuWindow } from './lib/proc.ts'
 import { count, dropTable, exec, QUESTDB_ILP, QUESTDB_PG_URL, waitForViews } from './lib/questdb.ts'
 import { readingsOf } from './load/generator.ts'
+import { VIEW_CHAIN } from '../ingest/stores/questdb-rollups.ts'
 
 const rows = Number(process.argv[2] ?? 400_000)
 const views = process.argv[3] !== 'no-views'
@@ -33,7 +34,7 @@ for (let k = 0; readings.length < rows; k++) {
 for (const version of [1, 2, 1, 2] as const) {
   const table = `bench_ilp_cpu_v${version}_${Date.now().toString(36)}`
   const store = await questdbStore(loadConfig({}, { questdbIlp: `${QUESTDB_ILP.replace(/;?$/, ';')}protocol_version=${version};`, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table }))
-  if (!views) for (const level of ['1d', '1h', '1m']) await exec(`drop materialized view if exists ${table}_${level}`)
+  if (!views) for (const level of [...VIEW_CHAIN].reverse()) await exec(`drop materialized view if exists ${table}_${level}`)
   try {
     const window = cpuWindow({ questdb: [pid] })
     const cpu0 = process.cpuUsage()

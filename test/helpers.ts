@@ -11,6 +11,7 @@ import { loadConfig, type Config } from '../src/config.ts'
 import { createDeps, type Deps, type DepsOptions } from '../src/deps.ts'
 import { startMqttListener, type MqttListener } from '../ingest/mqtt.ts'
 import type { Plan } from '../db/schema/index.ts'
+import { VIEW_CHAIN } from '../ingest/stores/questdb-rollups.ts'
 
 export const REAL_DATABASE_URL = process.env.DATABASE_URL || undefined
 export const REAL_REDIS_URL = process.env.REDIS_URL || undefined
@@ -103,7 +104,7 @@ export async function createTestEnv(overrides: Partial<Config> = {}, options: De
 
 /** Drops a QuestDB readings table of a test's own, with the rollups our store makes for it (views from 8.3.1, tables on 7.4). */
 export async function dropQuestdbTable(admin: { unsafe(query: string): Promise<unknown> }, table: string): Promise<void> {
-  for (const name of [`${table}_1d`, `${table}_1h`, `${table}_1m`]) {
+  for (const name of [...VIEW_CHAIN].reverse().map((level) => `${table}_${level}`)) {
     await admin.unsafe(`drop materialized view if exists ${name}`).catch(async () => { await admin.unsafe(`drop table if exists ${name}`).catch(() => {}) })
   }
   await admin.unsafe(`drop table if exists ${table}`).catch(() => {})

@@ -3,6 +3,7 @@
 import { join } from 'node:path'
 import { pidsNamed } from './load.ts'
 import { ROOT } from './processes.ts'
+import { VIEW_CHAIN } from '../../ingest/stores/questdb-rollups.ts'
 
 export const QUESTDB_HTTP = process.env.BENCH_QUESTDB_HTTP || 'http://127.0.0.1:9000'
 export const QUESTDB_ILP = process.env.BENCH_QUESTDB_ILP || 'http::addr=127.0.0.1:9000'
@@ -44,7 +45,7 @@ export async function createReadingsTable(table: string): Promise<void> {
 
 export async function dropTable(table: string): Promise<void> {
   // Our server makes rollup views on QuestDB 8.3.1 and later (they go first), rollup tables on 7.4.
-  for (const level of ['1d', '1h', '1m']) {
+  for (const level of [...VIEW_CHAIN].reverse()) {
     await exec(`drop materialized view if exists ${table}_${level}`).catch(() => {})
     await exec(`drop table if exists ${table}_${level}`).catch(() => {})
   }

@@ -12,6 +12,7 @@ import { API, call, ms, onRecordsServer, serveFixed, type Api } from '../lib/rec
 import type { FixedAnswer } from '../servers/bare-server.ts'
 import { line, type Line, type Scenario } from '../lib/report.ts'
 import { createDevices, inParallel, metricOf } from '../lib/setup.ts'
+import { VIEW_CHAIN } from '../../ingest/stores/questdb-rollups.ts'
 
 const NAME = 'history'
 const DEVICES = 10
@@ -238,7 +239,7 @@ export const history: Scenario = async (ctx) => {
         if (table) {
           const sizeOf = async (name: string) => (await qdb(`select sum(diskSize) from table_partitions('${name}')`).catch(() => [[0]]))[0]?.[0] as number ?? 0
           bytes = 0
-          for (const name of [table, `${table}_1m`, `${table}_1h`, `${table}_1d`]) bytes += Number(await sizeOf(name)) || 0
+          for (const name of [table, ...VIEW_CHAIN.map((level) => `${table}_${level}`)]) bytes += Number(await sizeOf(name)) || 0
         } else {
           // Every partition of the readings and rollup tables (pg_partition_tree), with their indexes, and the catalogue.
           const size = async (tables: string[]) => Number((await records.unsafe(`select coalesce(sum(pg_total_relation_size(t.relid)), 0)::float8 as bytes

@@ -13,7 +13,7 @@ import type { SeriesCatalogue } from '../series.ts'
 import { IlpBody, ilpTarget, ilpVersion, postIlp, seriesPrefix, type IlpTarget } from './ilp.ts'
 import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
 import { bucketsAfter, bucketsIn, rollupPieces, ROLLUP_LEVELS, rowPerBucket, withoutStale, type Piece } from '../planner.ts'
-import { OwnRollups, RollupMarks, ViewWatch } from './questdb-rollups.ts'
+import { OwnRollups, RollupMarks, VIEW_CHAIN, ViewWatch, type ViewLevel } from './questdb-rollups.ts'
 import { byteOrder, compareKeys, groupKey, NO_DEADLINE, type Aggregate, type AggregationSpec, type GroupKey, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
 
 /**
@@ -141,20 +141,38 @@ export async function ilpReadingsWriter(configuration: string, table: string): P
 
 /**
  * Rollups where QuestDB has materialized views (8.3.1 on): per series variant (device, channel, metric, environment)
- * at 1 minute from the table, 1 hour from the minutes, 1 day from the hours. QuestDB refreshes them incrementally
- * from what the table holds after deduplication, so a retried batch counts once and a late reading updates its old
- * buckets (both checked on 9.3.2), unless it is older than the raw readings' retention: once expiry has run, the
- * minute view refreshes nothing older (questdb-expiry.ts). 7.4 has no materialized views: its queries read the table.
+ * at 1 second from the table (a step only, VIEW_CHAIN says why), 1 minute from the seconds, 1 hour from the minutes,
+ * 1 day from the hours. QuestDB refreshes them incrementally from what the table holds after deduplication, so a
+ * retried batch counts once and a late reading updates its old buckets (both checked on 9.3.2), unless it is older
+ * than the raw readings' retention: once expiry has run, the one-second view refreshes nothing older
+ * (questdb-expiry.ts). 7.4 has no materialized views: its queries read the table.
  */
 const VIEW_COLUMNS = 'cnt, sum_v, min_v, max_v, last_v, last_ts'
-/** The raw table and the minute and hour rollups are partitioned by day, the day rollups by month. */
-const VIEW_PARTITIONS: Record<RollupLevel, PartitionUnit> = { '1m': 'day', '1h': 'day', '1d': 'month' }
-function viewSql(table: string, level: RollupLevel): string {
+/** The raw table and the second, minute and hour rollups are partitioned by day, the day rollups by month. */
+const VIEW_PARTITIONS: Record<ViewLevel, PartitionUnit> = { '1s': 'day', '1m': 'day', '1h': 'day', '1d': 'month' }
+/** The view `level` is built from: the table for the first of VIEW_CHAIN, else the view before it. */
+const viewBase = (table: string, level: ViewLevel) => (level === VIEW_CHAIN[0] ? table : `${table}_${VIEW_CHAIN[VIEW_CHAIN.indexOf(level) - 1]}`)
+function viewSql(table: string, level: ViewLevel): string {
   const keys = 'ts, account_id, device_id, channel, metric, environment_id'
-  const body = level === '1m'
-    ? `select ${keys}, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, last(ts) last_ts from ${table} sample by 1m`
-    : `select ${keys}, sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts from ${table}_${level === '1h' ? '1m' : '1h'} sample by ${level}`
+  const body = level === VIEW_CHAIN[0]
+    ? `select ${keys}, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, last(ts) last_ts from ${table} sample by ${level}`
+    : `select ${keys}, sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts from ${viewBase(table, level)} sample by ${level}`
   return `create materialized view if not exists ${table}_${level} as (${body}) partition by ${VIEW_PARTITIONS[level]}`
+}
+
+/**
+ * Makes the chain of views, or says the server has none (7.4 refuses the first CREATE). Views an earlier version
+ * made with the minute view on the table are dropped and made again on the chain: QuestDB builds them anew from the
+ * readings kept (the watch does not settle until they have caught up, so queries keep to views that have).
+ */
+async function makeViews(sql: postgres.Sql, table: string): Promise<boolean> {
+  if (!(await sql.unsafe(viewSql(table, VIEW_CHAIN[0])).then(() => true, () => false))) return false
+  const [minute] = await sql.unsafe<{ base_table_name: string }[]>(`select base_table_name from materialized_views() where view_name = '${table}_1m'`)
+  if (minute && minute.base_table_name !== viewBase(table, '1m')) {
+    for (const level of ['1d', '1h', '1m'] as const) await sql.unsafe(`drop materialized view if exists ${table}_${level}`)
+  }
+  for (const level of VIEW_CHAIN.slice(1)) await sql.unsafe(viewSql(table, level))
+  return true
 }
 
 /** Per-bucket statistics of each series variant over the pieces the planner picks, in one SAMPLE BY. */
@@ -307,10 +325,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
   // Materialized views where the server has them; where a CREATE is refused (7.4), rollup tables of our own kept from
   // marks in the records database (questdb-rollups.ts), or, given no records database (a tool, a test of QuestDB
   // alone), the table alone.
-  let views = true
-  for (const level of ['1m', '1h', '1d'] as const) {
-    if (views) await sql.unsafe(viewSql(table, level)).catch(() => { views = false })
-  }
+  const views = await makeViews(sql, table)
   /** Where writes are marked (own rollups, or views with a records database), before they are acknowledged. */
   const marks = own ? new RollupMarks(own.records, table) : undefined
   const tables = !views && marks ? new OwnRollups(sql, marks, VIEW_PARTITIONS) : undefined
@@ -323,21 +338,22 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
    * level on the one below it; a level counts only when the levels below it do).
    */
   const viewStates = async (signal: AbortSignal): Promise<{ valid: RollupLevel[]; caughtUp: RollupLevel[] }> => {
-    const names = ROLLUP_LEVELS.map((l) => `'${table}_${l.name}'`).join(', ')
+    const names = VIEW_CHAIN.map((level) => `'${table}_${level}'`).join(', ')
     const [rows, applied] = await Promise.all([
       query(`select view_name, view_status, refresh_base_table_txn, base_table_txn from materialized_views() where view_name in (${names})`, signal),
       // A view's refresh is counted once written to the view's WAL; what reads see is what has been applied from it.
       query(`select name, writerTxn, sequencerTxn from wal_tables() where name in (${names})`, signal),
     ])
     // `valid`, or `refreshing` (at work); an `invalid` view is refreshed no more until an operator refreshes it whole.
-    const valid = (level: RollupLevel) => rows.some(([name, status]) => name === `${table}_${level}` && status !== 'invalid')
-    const fresh = (level: RollupLevel) => rows.some(([name, status, refreshed, base]) => name === `${table}_${level}` && status === 'valid' && Number(refreshed) === Number(base))
+    const valid = (level: ViewLevel) => rows.some(([name, status]) => name === `${table}_${level}` && status !== 'invalid')
+    const fresh = (level: ViewLevel) => rows.some(([name, status, refreshed, base]) => name === `${table}_${level}` && status === 'valid' && Number(refreshed) === Number(base))
       && applied.some(([name, writer, sequencer]) => name === `${table}_${level}` && Number(writer) === Number(sequencer))
-    const prefix = (ok: (level: RollupLevel) => boolean) => {
+    // The planner's levels: the chain's first view is a step only, but the others count only while it does.
+    const prefix = (ok: (level: ViewLevel) => boolean) => {
       const levels: RollupLevel[] = []
-      for (const level of ['1m', '1h', '1d'] as const) {
+      for (const level of VIEW_CHAIN) {
         if (!ok(level)) break
-        levels.push(level)
+        if (level !== VIEW_CHAIN[0]) levels.push(level)
       }
       return levels
     }

@@ -7,6 +7,7 @@ import postgres from 'postgres'
 import { retentionHorizons } from '../../ingest/planner.ts'
 import type { Aggregate, BucketRow, IntervalName, Reading, ReadingsStore } from '../../ingest/stores/interface.ts'
 import { questdbStore } from '../../ingest/stores/questdb.ts'
+import { VIEW_CHAIN } from '../../ingest/stores/questdb-rollups.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createTestEnv, dropQuestdbTable, waitFor, type TestEnv } from '../helpers.ts'
 
@@ -60,7 +61,7 @@ async function count(table: string, where = ''): Promise<number> {
 /** Every view valid and refreshed up to its base's last transaction (each level on the one below it). */
 async function viewsCaughtUp(table: string): Promise<boolean> {
   const rows = await admin!.unsafe<Record<string, unknown>[]>(`select view_name, view_status, refresh_base_table_txn, base_table_txn from materialized_views() where view_name like '${table}_%'`)
-  return rows.length === 3 && rows.every((r) => r.view_status === 'valid' && Number(r.refresh_base_table_txn) === Number(r.base_table_txn))
+  return rows.length === VIEW_CHAIN.length && rows.every((r) => r.view_status === 'valid' && Number(r.refresh_base_table_txn) === Number(r.base_table_txn))
 }
 
 /** Writes the data set and waits until QuestDB shows all of it (and, where there are views, has rolled it up). */
@@ -103,10 +104,12 @@ describe.skipIf(!enabled)('expiry on QuestDB', () => {
     const report = await store.maintain(horizons, NOW)
     const gone = days(FIRST, horizons.raw)
     expect(gone).toHaveLength(3)
-    // Where there are views, the minute rollups go back 6 days: their first day goes with them.
-    const goneViews = hasViews ? [`${table}_1m/${dayName(FIRST)}`] : []
+    // Where there are views, the one-second step keeps what the raw table keeps, and the minute rollups go back 6
+    // days: their first day goes with them.
+    const goneViews = hasViews ? [...gone.map((d) => `${table}_1s/${d}`), `${table}_1m/${dayName(FIRST)}`] : []
     expect(report).toEqual({ dropped: [...gone.map((d) => `${table}/${d}`), ...goneViews], created: [] })
     expect(await partitions(table)).toEqual(days(horizons.raw, TODAY + DAY))
+    if (hasViews) expect(await partitions(`${table}_1s`)).toEqual(days(horizons.raw, TODAY + DAY))
     expect(await count(table)).toBe(kept)
     expect(await count(table, `ts >= '${new Date(horizons.raw).toISOString()}'`)).toBe(kept)
     if (hasViews) expect(await partitions(`${table}_1m`)).toEqual(days(horizons['1m'], TODAY + DAY))
@@ -130,7 +133,7 @@ describe.skipIf(!enabled)('expiry on QuestDB', () => {
     await store.write([late, current])
     await waitFor(async () => (await count(table, "channel = 'late_marker'")) === 1, 30_000, 100)
     if (hasViews) {
-      // QuestDB wrote it and its TTL evicted it at once; the minute rollups' refresh limit kept it out of every rollup.
+      // QuestDB wrote it and its TTL evicted it at once; the one-second step's refresh limit kept it out of every rollup.
       await waitFor(() => viewsCaughtUp(table), 30_000, 100)
       expect(await partitions(table)).toEqual(days(horizons.raw, TODAY + DAY))
       expect(await rollupAnswers(store)).toEqual(before)
@@ -163,7 +166,8 @@ describe.skipIf(!enabled)('two processes expiring QuestDB at once', () => {
     const before = hasViews ? await rollupAnswers(one) : undefined
     const reports = await Promise.all([one.maintain(horizons, NOW), two.maintain(horizons, NOW)])
     const dropped = new Set(reports.flatMap((r) => r.dropped))
-    const expected = [...days(FIRST, horizons.raw).map((d) => `${table}/${d}`), ...(hasViews ? [`${table}_1m/${dayName(FIRST)}`] : [])]
+    const gone = days(FIRST, horizons.raw)
+    const expected = [...gone.map((d) => `${table}/${d}`), ...(hasViews ? [...gone.map((d) => `${table}_1s/${d}`), `${table}_1m/${dayName(FIRST)}`] : [])]
     expect([...dropped].sort()).toEqual(expected.sort())
     expect(await partitions(table)).toEqual(days(horizons.raw, TODAY + DAY))
     expect(await count(table)).toBe(kept)
@@ -209,6 +213,8 @@ describe.skipIf(!enabled)('each level expires to its own horizon', () => {
     const report = await store.maintain(cut, NOW)
     const expected = [
       ...days(START, cut.raw).map((d) => `${table}/${d}`),
+      // Views only: the one-second step goes with the raw readings.
+      ...(hasViews ? days(START, cut.raw).map((d) => `${table}_1s/${d}`) : []),
       ...(store.rollupLevels.length ? [
         ...days(START, cut['1m']).map((d) => `${table}_1m/${d}`),
         ...days(START, cut['1h']).map((d) => `${table}_1h/${d}`),

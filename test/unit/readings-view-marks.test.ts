@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import type { BucketRow, Reading, ReadingsStore } from '../../ingest/stores/interface.ts'
 import { questdbStore } from '../../ingest/stores/questdb.ts'
+import { VIEW_CHAIN } from '../../ingest/stores/questdb-rollups.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createTestEnv, dropQuestdbTable, waitFor, type TestEnv } from '../helpers.ts'
 
@@ -17,6 +18,8 @@ const admin = QUESTDB_ILP && QUESTDB_PG_URL ? postgres(QUESTDB_PG_URL, { max: 1,
 const hasViews = admin ? await admin.unsafe('select count() from materialized_views()').then(() => true, () => false) : false
 if (!admin) console.log('readings-view-marks.test: skipped: set QUESTDB_ILP and QUESTDB_PG_URL to run it against a QuestDB server')
 else if (!hasViews) console.log('readings-view-marks.test: skipped: this QuestDB has no materialized views (before 8.3.1)')
+
+afterAll(async () => { await admin?.end() })
 
 const DAY = 86_400_000
 const accountId = 'acct_view_marks'
@@ -44,7 +47,6 @@ describe.skipIf(!hasViews)('views behind their table: marked days raw, the other
     await store?.close()
     await unmarked?.close()
     await dropQuestdbTable(admin!, table)
-    await admin!.end()
     await env?.close()
   })
 
@@ -67,5 +69,43 @@ describe.skipIf(!hasViews)('views behind their table: marked days raw, the other
     // Day two is marked: read raw, all of it, though no view holds any of it.
     expect(two).toMatchObject({ ts: DAY_TWO, device_id: 'dev_a', channel: 't1', count: 144, avg: 20 })
     expect(Number((await admin!.unsafe(`select count() n from ${table}_1d where ts >= '${new Date(DAY_TWO).toISOString()}'`))[0]!.n)).toBe(0)
+  }, 120_000)
+})
+
+describe.skipIf(!hasViews)('views an earlier version made (the minute view on the table) are made again on the chain', () => {
+  const table = `hrs_test_view_chain_${Date.now().toString(36)}`
+  let env: TestEnv
+  let store: ReadingsStore | undefined
+  const config = loadConfig({}, { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table })
+  const countIn = async (from: number) => Number((await admin!.unsafe(`select count() n from ${table} where ts >= '${new Date(from).toISOString()}' and ts < '${new Date(from + DAY).toISOString()}'`))[0]!.n)
+
+  beforeAll(async () => { env = await createTestEnv() })
+  afterAll(async () => {
+    await store?.close()
+    await dropQuestdbTable(admin!, table)
+    await env?.close()
+  })
+
+  test('the minute view is rebuilt from the one-second view, and the days read from the views equal the raw readings', async () => {
+    // As the store made them before the one-second step: readings of two days, then the three views on the table.
+    const older = await questdbStore(config)
+    for (const level of [...VIEW_CHAIN].reverse()) await admin!.unsafe(`drop materialized view ${table}_${level}`)
+    await older.write([...dayOf(DAY_ONE, 10), ...dayOf(DAY_TWO, 20)])
+    await older.close()
+    const keys = 'ts, account_id, device_id, channel, metric, environment_id'
+    await admin!.unsafe(`create materialized view ${table}_1m as (select ${keys}, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, last(ts) last_ts from ${table} sample by 1m) partition by day`)
+    for (const [level, base] of [['1h', '1m'], ['1d', '1h']]) {
+      await admin!.unsafe(`create materialized view ${table}_${level} as (select ${keys}, sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts from ${table}_${base} sample by ${level}) partition by ${level === '1d' ? 'month' : 'day'}`)
+    }
+    await waitFor(async () => (await countIn(DAY_ONE)) === 144 && (await countIn(DAY_TWO)) === 144, 30_000, 50)
+
+    store = await questdbStore(config, undefined, { records: env.deps.database, log: (message, error) => console.error(message, error) })
+    const bases = await admin!.unsafe<{ view_name: string; base_table_name: string }[]>(`select view_name, base_table_name from materialized_views() where view_name like '${table}_%'`)
+    expect(Object.fromEntries(bases.map((r) => [r.view_name, r.base_table_name]))).toEqual({ [`${table}_1s`]: table, [`${table}_1m`]: `${table}_1s`, [`${table}_1h`]: `${table}_1m`, [`${table}_1d`]: `${table}_1h` })
+    // Once the watch has seen every view catch up, the days come from the day view, whole.
+    await store.refreshRollups!(0)
+    const days = await store.buckets({ accountId, from: DAY_ONE, to: DAY_TWO + DAY }, { interval: '1d', aggregates: ['count', 'avg'], groupBy: 'series' }, 10)
+    expect(days).toMatchObject([{ ts: DAY_ONE, count: 144, avg: 10 }, { ts: DAY_TWO, count: 144, avg: 20 }])
+    expect(Number((await admin!.unsafe(`select sum(cnt) n from ${table}_1d`))[0]!.n)).toBe(288)
   }, 120_000)
 })
