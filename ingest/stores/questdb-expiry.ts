@@ -22,19 +22,20 @@
 // of the base's new transactions, and replacing that whole range. A reading written for a day already evicted
 // (late, or from a device with a wrong clock) would make the minute view replace every minute from it to the
 // batch's last reading with what the raw table has left: the rollups of the evicted days would be lost. So the
-// view built on the table (the one-second step of VIEW_CHAIN) gets a refresh limit of the raw table's N days (ALTER
-// MATERIALIZED VIEW … SET REFRESH LIMIT): QuestDB leaves out of every refresh what is older than N days by its
-// clock, which is always inside the raw readings kept (their first partition begins at midnight N days back, or
-// earlier). Such a reading is written, evicted at once, and counted in no rollup (checked on 9.3.2); so is one from
-// the horizon's own day older than N days by the clock. The step keeps what the raw table keeps (the same TTL): each
-// later view refreshes from the one before it, over ranges that one has refreshed, so they need no limit. A full refresh (REFRESH MATERIALIZED VIEW … FULL) would rebuild a view from the raw readings left:
-// never run one on a table with retention.
+// view built on the table (the first of the chain: the one-second step, or the minute view an earlier version made)
+// gets a refresh limit of the raw table's N days (ALTER MATERIALIZED VIEW … SET REFRESH LIMIT): QuestDB leaves out
+// of every refresh what is older than N days by its clock, which is always inside the raw readings kept (their first
+// partition begins at midnight N days back, or earlier). Such a reading is written, evicted at once, and counted in
+// no rollup (checked on 9.3.2); so is one from the horizon's own day older than N days by the clock. The one-second
+// step keeps what the raw table keeps (the same TTL). Each later view refreshes from the one before it, over ranges
+// that one has refreshed, so they need no limit. A full refresh (REFRESH MATERIALIZED VIEW … FULL) would rebuild a
+// view from the raw readings left: never run one on a table with retention.
 //
 // Several processes may run this at once: a drop matching nothing is no error (7.4 applies it as a no-op) and two
 // equal TTLs evict what one does. Each run reports the partitions it saw go, so two runs at once may both name one.
 import type { Sql } from 'postgres'
 import type { MaintenanceReport, RetentionHorizons, RollupLevel } from './interface.ts'
-import { VIEW_CHAIN } from './questdb-rollups.ts'
+import type { ViewChain } from './questdb-rollups.ts'
 
 export type PartitionUnit = 'day' | 'month'
 
@@ -166,7 +167,7 @@ async function limitRefresh(sql: Sql, view: string, rawHorizon: number, now: num
  * Expires the readings table `table` and its rollups (`${table}_${level}`, partitioned by `rollups.partitions[level]`):
  * materialized views (8.3.1 on) by TTL, our own tables (7.4) by DROP PARTITION; without rollups, the table alone.
  */
-export async function expireQuestdb(sql: Sql, table: string, rollups: { kind: 'views' | 'tables'; partitions: Record<RollupLevel, PartitionUnit> } | undefined, horizons: RetentionHorizons, now: number): Promise<MaintenanceReport> {
+export async function expireQuestdb(sql: Sql, table: string, rollups: { kind: 'views'; partitions: Record<RollupLevel, PartitionUnit>; chain: ViewChain } | { kind: 'tables'; partitions: Record<RollupLevel, PartitionUnit> } | undefined, horizons: RetentionHorizons, now: number): Promise<MaintenanceReport> {
   if (rollups?.kind !== 'views') {
     const dropped = await dropPartitions(sql, table, 'day', horizons.raw)
     if (rollups) {
@@ -175,11 +176,10 @@ export async function expireQuestdb(sql: Sql, table: string, rollups: { kind: 'v
     return { dropped, created: [] }
   }
   const views = rollups.partitions
-  const step = `${table}_${VIEW_CHAIN[0]}`
   // The limit first: from the moment raw partitions go, no refresh may reach them.
-  await limitRefresh(sql, step, horizons.raw, now)
+  await limitRefresh(sql, `${table}_${rollups.chain[0]}`, horizons.raw, now)
   const dropped = await expireByTtl(sql, 'table', table, 'day', horizons.raw, now)
-  dropped.push(...(await expireByTtl(sql, 'materialized view', step, 'day', horizons.raw, now)))
+  if (rollups.chain[0] === '1s') dropped.push(...(await expireByTtl(sql, 'materialized view', `${table}_1s`, 'day', horizons.raw, now)))
   for (const level of ['1m', '1h', '1d'] as const) dropped.push(...(await expireByTtl(sql, 'materialized view', `${table}_${level}`, views[level], horizons[level], now)))
   return { dropped, created: [] }
 }

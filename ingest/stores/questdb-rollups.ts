@@ -293,6 +293,12 @@ async function appliedTxn(sql: Sql, name: string, waitMs = APPLY_WAIT_MS, wanted
  */
 export const VIEW_CHAIN = ['1s', '1m', '1h', '1d'] as const
 export type ViewLevel = (typeof VIEW_CHAIN)[number]
+/**
+ * The views an earlier version made, the minute view on the table. A store keeps them where rebuilding them on
+ * VIEW_CHAIN would lose rollups (raw readings have expired since): see makeViews in questdb.ts.
+ */
+export const TABLE_MINUTE_CHAIN = ['1m', '1h', '1d'] as const
+export type ViewChain = typeof VIEW_CHAIN | typeof TABLE_MINUTE_CHAIN
 
 /** How often ViewWatch looks for marks to settle. */
 const WATCH_EVERY_MS = 2_000
@@ -307,7 +313,7 @@ const WATCH_EVERY_MS = 2_000
  * removes marks once the views hold them, as OwnRollups does once its tables do.
  *
  * One watch: note the time (the records database's clock, which stamps the marks), then the table's last
- * transaction; wait until the first view of VIEW_CHAIN has refreshed from that transaction and QuestDB has applied
+ * transaction; wait until the first view of the chain has refreshed from that transaction and QuestDB has applied
  * the refresh; then each next view from the transaction of the one before it so applied. Every
  * write acknowledged before the time noted is then in every view, and marks last written SETTLE_MS before it (their
  * writes were acknowledged before it, see the top of the file) are removed.
@@ -322,7 +328,7 @@ export class ViewWatch {
   settled = false
 
   /** The marks' records database and table are the ones this watch keeps. */
-  constructor(private readonly sql: Sql, private readonly marks: RollupMarks) {}
+  constructor(private readonly sql: Sql, private readonly marks: RollupMarks, private readonly chain: ViewChain) {}
 
   /** One watch (see above); `settleMs` below SETTLE_MS is for tests and tools that know no write is under way. Says whether it finished. */
   async watch(settleMs = SETTLE_MS): Promise<boolean> {
@@ -332,7 +338,7 @@ export class ViewWatch {
     const [source] = await this.sql.unsafe<Record<string, unknown>[]>(`select sequencerTxn from wal_tables() where name = '${this.marks.table}'`)
     let sourceTxn = Number(source?.sequencerTxn)
     if (!Number.isFinite(sourceTxn)) return false
-    for (const level of VIEW_CHAIN) {
+    for (const level of this.chain) {
       const view = `${this.marks.table}_${level}`
       while (true) {
         if (this.stopping || Date.now() - began > CYCLE_LIMIT_MS) return false

@@ -13,7 +13,7 @@ import type { SeriesCatalogue } from '../series.ts'
 import { IlpBody, ilpTarget, ilpVersion, postIlp, seriesPrefix, type IlpTarget } from './ilp.ts'
 import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
 import { bucketsAfter, bucketsIn, rollupPieces, ROLLUP_LEVELS, rowPerBucket, withoutStale, type Piece } from '../planner.ts'
-import { OwnRollups, RollupMarks, VIEW_CHAIN, ViewWatch, type ViewLevel } from './questdb-rollups.ts'
+import { OwnRollups, RollupMarks, TABLE_MINUTE_CHAIN, VIEW_CHAIN, ViewWatch, type ViewChain, type ViewLevel } from './questdb-rollups.ts'
 import { byteOrder, compareKeys, groupKey, NO_DEADLINE, type Aggregate, type AggregationSpec, type GroupKey, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
 
 /**
@@ -161,18 +161,26 @@ function viewSql(table: string, level: ViewLevel): string {
 }
 
 /**
- * Makes the chain of views, or says the server has none (7.4 refuses the first CREATE). Views an earlier version
- * made with the minute view on the table are dropped and made again on the chain: QuestDB builds them anew from the
- * readings kept (the watch does not settle until they have caught up, so queries keep to views that have).
+ * Makes the views and says which chain they form, or that the server has none (7.4: no materialized_views()).
+ * Views an earlier version made with the minute view on the table are dropped and made again on VIEW_CHAIN when the
+ * raw readings still hold everything they do (QuestDB rebuilds them from those readings; the watch does not settle
+ * until they have caught up, so queries keep to views that have). Once raw readings have expired, rebuilding would
+ * lose the rollups of the expired days: those views stay as they are, and the store works on their chain.
  */
-async function makeViews(sql: postgres.Sql, table: string): Promise<boolean> {
-  if (!(await sql.unsafe(viewSql(table, VIEW_CHAIN[0])).then(() => true, () => false))) return false
-  const [minute] = await sql.unsafe<{ base_table_name: string }[]>(`select base_table_name from materialized_views() where view_name = '${table}_1m'`)
-  if (minute && minute.base_table_name !== viewBase(table, '1m')) {
+async function makeViews(sql: postgres.Sql, table: string): Promise<ViewChain | undefined> {
+  const found = await sql.unsafe<{ base_table_name: string }[]>(`select base_table_name from materialized_views() where view_name = '${table}_1m'`).catch(() => undefined)
+  if (!found) return undefined
+  if (found[0]?.base_table_name === table) {
+    // Day partitions expire whole, so the raw readings hold all the day view does when they begin on its first day.
+    // Microseconds since the epoch, read as numbers (a timestamp would be read in this process's time zone).
+    const first = async (name: string) => (await sql.unsafe<{ first: string | null }[]>(`select cast(min(ts) as long) first from ${name}`))[0]?.first ?? null
+    const [raw, days] = [await first(table), await first(`${table}_1d`)]
+    const DAY_US = 86_400_000_000
+    if (days !== null && (raw === null || Math.floor(Number(raw) / DAY_US) * DAY_US > Number(days))) return TABLE_MINUTE_CHAIN
     for (const level of ['1d', '1h', '1m'] as const) await sql.unsafe(`drop materialized view if exists ${table}_${level}`)
   }
-  for (const level of VIEW_CHAIN.slice(1)) await sql.unsafe(viewSql(table, level))
-  return true
+  for (const level of VIEW_CHAIN) await sql.unsafe(viewSql(table, level))
+  return VIEW_CHAIN
 }
 
 /** Per-bucket statistics of each series variant over the pieces the planner picks, in one SAMPLE BY. */
@@ -322,23 +330,24 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
     ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol, value double
   ) timestamp(ts) partition by day wal dedup upsert keys(ts, device_id, channel)`)
 
-  // Materialized views where the server has them; where a CREATE is refused (7.4), rollup tables of our own kept from
+  // Materialized views where the server has them; where it has none (7.4), rollup tables of our own kept from
   // marks in the records database (questdb-rollups.ts), or, given no records database (a tool, a test of QuestDB
   // alone), the table alone.
+  /** The chain of views the store keeps, where QuestDB has them. */
   const views = await makeViews(sql, table)
   /** Where writes are marked (own rollups, or views with a records database), before they are acknowledged. */
   const marks = own ? new RollupMarks(own.records, table) : undefined
   const tables = !views && marks ? new OwnRollups(sql, marks, VIEW_PARTITIONS) : undefined
   await tables?.create()
   tables?.start((error) => own!.log('QuestDB rollups refresh failed', error))
-  const watch = views && marks ? new ViewWatch(sql, marks) : undefined
+  const watch = views && marks ? new ViewWatch(sql, marks, views) : undefined
   watch?.start((error) => own!.log('QuestDB rollup views watch failed', error))
   /**
    * The view levels that are valid, and those that have also caught up whole with what they are built from (each
    * level on the one below it; a level counts only when the levels below it do).
    */
   const viewStates = async (signal: AbortSignal): Promise<{ valid: RollupLevel[]; caughtUp: RollupLevel[] }> => {
-    const names = VIEW_CHAIN.map((level) => `'${table}_${level}'`).join(', ')
+    const names = views!.map((level) => `'${table}_${level}'`).join(', ')
     const [rows, applied] = await Promise.all([
       query(`select view_name, view_status, refresh_base_table_txn, base_table_txn from materialized_views() where view_name in (${names})`, signal),
       // A view's refresh is counted once written to the view's WAL; what reads see is what has been applied from it.
@@ -348,12 +357,12 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
     const valid = (level: ViewLevel) => rows.some(([name, status]) => name === `${table}_${level}` && status !== 'invalid')
     const fresh = (level: ViewLevel) => rows.some(([name, status, refreshed, base]) => name === `${table}_${level}` && status === 'valid' && Number(refreshed) === Number(base))
       && applied.some(([name, writer, sequencer]) => name === `${table}_${level}` && Number(writer) === Number(sequencer))
-    // The planner's levels: the chain's first view is a step only, but the others count only while it does.
+    // The planner's levels: a one-second step is not one, but the levels after it count only while it does.
     const prefix = (ok: (level: ViewLevel) => boolean) => {
       const levels: RollupLevel[] = []
-      for (const level of VIEW_CHAIN) {
+      for (const level of views!) {
         if (!ok(level)) break
-        if (level !== VIEW_CHAIN[0]) levels.push(level)
+        if (level !== '1s') levels.push(level)
       }
       return levels
     }
@@ -407,7 +416,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
     // DROP PARTITION on 7.4, TTL where there are views (questdb-expiry.ts says why).
     maintain(horizons, now) {
       if (tables) tables.rawHorizon = horizons.raw
-      return expireQuestdb(sql, table, views ? { kind: 'views', partitions: VIEW_PARTITIONS } : tables ? { kind: 'tables', partitions: VIEW_PARTITIONS } : undefined, horizons, now)
+      return expireQuestdb(sql, table, views ? { kind: 'views', partitions: VIEW_PARTITIONS, chain: views } : tables ? { kind: 'tables', partitions: VIEW_PARTITIONS } : undefined, horizons, now)
     },
     async refreshRollups(settleMs) {
       while (tables && (await tables.refresh(settleMs)).more);

@@ -72,6 +72,16 @@ describe.skipIf(!hasViews)('views behind their table: marked days raw, the other
   }, 120_000)
 })
 
+/** The views as the store made them before the one-second step: the minute view on the table. */
+async function tableMinuteViews(table: string): Promise<void> {
+  const keys = 'ts, account_id, device_id, channel, metric, environment_id'
+  await admin!.unsafe(`create materialized view ${table}_1m as (select ${keys}, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, last(ts) last_ts from ${table} sample by 1m) partition by day`)
+  for (const [level, base] of [['1h', '1m'], ['1d', '1h']]) {
+    await admin!.unsafe(`create materialized view ${table}_${level} as (select ${keys}, sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts from ${table}_${base} sample by ${level}) partition by ${level === '1d' ? 'month' : 'day'}`)
+  }
+}
+const basesOf = async (table: string) => Object.fromEntries((await admin!.unsafe<{ view_name: string; base_table_name: string }[]>(`select view_name, base_table_name from materialized_views() where view_name like '${table}_%'`)).map((r) => [r.view_name, r.base_table_name]))
+
 describe.skipIf(!hasViews)('views an earlier version made (the minute view on the table) are made again on the chain', () => {
   const table = `hrs_test_view_chain_${Date.now().toString(36)}`
   let env: TestEnv
@@ -92,20 +102,50 @@ describe.skipIf(!hasViews)('views an earlier version made (the minute view on th
     for (const level of [...VIEW_CHAIN].reverse()) await admin!.unsafe(`drop materialized view ${table}_${level}`)
     await older.write([...dayOf(DAY_ONE, 10), ...dayOf(DAY_TWO, 20)])
     await older.close()
-    const keys = 'ts, account_id, device_id, channel, metric, environment_id'
-    await admin!.unsafe(`create materialized view ${table}_1m as (select ${keys}, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, last(ts) last_ts from ${table} sample by 1m) partition by day`)
-    for (const [level, base] of [['1h', '1m'], ['1d', '1h']]) {
-      await admin!.unsafe(`create materialized view ${table}_${level} as (select ${keys}, sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts from ${table}_${base} sample by ${level}) partition by ${level === '1d' ? 'month' : 'day'}`)
-    }
+    await tableMinuteViews(table)
     await waitFor(async () => (await countIn(DAY_ONE)) === 144 && (await countIn(DAY_TWO)) === 144, 30_000, 50)
 
     store = await questdbStore(config, undefined, { records: env.deps.database, log: (message, error) => console.error(message, error) })
-    const bases = await admin!.unsafe<{ view_name: string; base_table_name: string }[]>(`select view_name, base_table_name from materialized_views() where view_name like '${table}_%'`)
-    expect(Object.fromEntries(bases.map((r) => [r.view_name, r.base_table_name]))).toEqual({ [`${table}_1s`]: table, [`${table}_1m`]: `${table}_1s`, [`${table}_1h`]: `${table}_1m`, [`${table}_1d`]: `${table}_1h` })
+    expect(await basesOf(table)).toEqual({ [`${table}_1s`]: table, [`${table}_1m`]: `${table}_1s`, [`${table}_1h`]: `${table}_1m`, [`${table}_1d`]: `${table}_1h` })
     // Once the watch has seen every view catch up, the days come from the day view, whole.
     await store.refreshRollups!(0)
     const days = await store.buckets({ accountId, from: DAY_ONE, to: DAY_TWO + DAY }, { interval: '1d', aggregates: ['count', 'avg'], groupBy: 'series' }, 10)
     expect(days).toMatchObject([{ ts: DAY_ONE, count: 144, avg: 10 }, { ts: DAY_TWO, count: 144, avg: 20 }])
     expect(Number((await admin!.unsafe(`select sum(cnt) n from ${table}_1d`))[0]!.n)).toBe(288)
+  }, 120_000)
+})
+
+describe.skipIf(!hasViews)('views an earlier version made are kept where raw readings have expired since', () => {
+  const table = `hrs_test_view_kept_${Date.now().toString(36)}`
+  let env: TestEnv
+  let store: ReadingsStore | undefined
+  const config = loadConfig({}, { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table })
+  const countIn = async (from: number) => Number((await admin!.unsafe(`select count() n from ${table} where ts >= '${new Date(from).toISOString()}' and ts < '${new Date(from + DAY).toISOString()}'`))[0]!.n)
+
+  beforeAll(async () => { env = await createTestEnv() })
+  afterAll(async () => {
+    await store?.close()
+    await dropQuestdbTable(admin!, table)
+    await env?.close()
+  })
+
+  test('rebuilding would lose the expired days: the views stay on the table and still answer those days', async () => {
+    const older = await questdbStore(config)
+    for (const level of [...VIEW_CHAIN].reverse()) await admin!.unsafe(`drop materialized view ${table}_${level}`)
+    await tableMinuteViews(table)
+    const today = Math.floor(Date.now() / DAY) * DAY
+    await older.write([...dayOf(DAY_ONE, 10), ...dayOf(DAY_TWO, 20), { ...dayOf(today, 30)[0]! }])
+    await older.close()
+    await waitFor(async () => (await countIn(DAY_ONE)) === 144 && (await countIn(DAY_TWO)) === 144, 30_000, 50)
+    await waitFor(async () => Number((await admin!.unsafe(`select sum(cnt) n from ${table}_1d`))[0]!.n) === 289, 30_000, 100)
+    // The raw days expire (a TTL, as expiry sets it); the views keep their rollups.
+    await admin!.unsafe(`alter table ${table} set ttl 3 days`)
+    await waitFor(async () => (await countIn(DAY_ONE)) === 0 && (await countIn(DAY_TWO)) === 0, 30_000, 100)
+
+    store = await questdbStore(config, undefined, { records: env.deps.database, log: (message, error) => console.error(message, error) })
+    expect(await basesOf(table)).toEqual({ [`${table}_1m`]: table, [`${table}_1h`]: `${table}_1m`, [`${table}_1d`]: `${table}_1h` })
+    await store.refreshRollups!(0)
+    const days = await store.buckets({ accountId, from: DAY_ONE, to: DAY_TWO + DAY }, { interval: '1d', aggregates: ['count', 'avg'], groupBy: 'series' }, 10)
+    expect(days).toMatchObject([{ ts: DAY_ONE, count: 144, avg: 10 }, { ts: DAY_TWO, count: 144, avg: 20 }])
   }, 120_000)
 })
