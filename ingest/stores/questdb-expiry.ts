@@ -35,7 +35,6 @@
 // equal TTLs evict what one does. Each run reports the partitions it saw go, so two runs at once may both name one.
 import type { Sql } from 'postgres'
 import type { MaintenanceReport, RetentionHorizons, RollupLevel } from './interface.ts'
-import type { ViewChain } from './questdb-rollups.ts'
 
 export type PartitionUnit = 'day' | 'month'
 
@@ -167,7 +166,7 @@ async function limitRefresh(sql: Sql, view: string, rawHorizon: number, now: num
  * Expires the readings table `table` and its rollups (`${table}_${level}`, partitioned by `rollups.partitions[level]`):
  * materialized views (8.3.1 on) by TTL, our own tables (7.4) by DROP PARTITION; without rollups, the table alone.
  */
-export async function expireQuestdb(sql: Sql, table: string, rollups: { kind: 'views'; partitions: Record<RollupLevel, PartitionUnit>; chain: ViewChain } | { kind: 'tables'; partitions: Record<RollupLevel, PartitionUnit> } | undefined, horizons: RetentionHorizons, now: number): Promise<MaintenanceReport> {
+export async function expireQuestdb(sql: Sql, table: string, rollups: { kind: 'views'; partitions: Record<RollupLevel, PartitionUnit>; chain: readonly ('1s' | RollupLevel)[] } | { kind: 'tables'; partitions: Record<RollupLevel, PartitionUnit> } | undefined, horizons: RetentionHorizons, now: number): Promise<MaintenanceReport> {
   if (rollups?.kind !== 'views') {
     const dropped = await dropPartitions(sql, table, 'day', horizons.raw)
     if (rollups) {
