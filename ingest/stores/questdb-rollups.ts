@@ -286,10 +286,11 @@ async function appliedTxn(sql: Sql, name: string, waitMs = APPLY_WAIT_MS, wanted
  * the planner reads. The one-second view is only a step: QuestDB refreshes a view by recomputing every bucket its
  * base's new transactions touch, whole, so a minute view on the table read the current minute's readings again at
  * every refresh, and a dense stream paid for each reading many times over. A one-second bucket is over before it
- * holds much. Measured on 9.3.2 (18 million readings at full speed over ILP/HTTP from one process, QuestDB alone,
- * counted until every view had caught up; two rounds each): QuestDB's CPU per reading 1.85-1.88 µs with no views,
- * 3.22-3.96 with the minute view on the table, 2.34-2.35 with this chain (2.53-2.74 with the minute view refreshed
- * by hand every 2 s instead). The cost: a sparse series has about a row per reading in it, as in the minute view.
+ * holds much. `bun bench/questdb-view-cost.ts` on 9.3.2 (18 million readings at full speed over ILP/HTTP, QuestDB
+ * alone, counted until every view had caught up; two rounds): QuestDB's CPU per reading 1.85 and 2.38 µs with no
+ * views, 4.33 and 3.92 with the minute view on the table, 2.97 and 2.20 with this chain. (A scratch build refreshing
+ * the minute view by hand every 2 s instead: 2.53 and 2.74, against 1.85 and 1.88 with no views.) The cost: a sparse
+ * series has about a row per reading in it, as in the minute view (the README gives the bytes).
  */
 export const VIEW_CHAIN = ['1s', '1m', '1h', '1d'] as const
 export type ViewLevel = (typeof VIEW_CHAIN)[number]
