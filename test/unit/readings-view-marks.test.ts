@@ -28,6 +28,10 @@ const DAY_TWO = DAY_ONE + DAY
 /** One series, a reading every 10 minutes over a day. */
 const dayOf = (start: number, value: number): Reading[] => Array.from({ length: 144 }, (_, i) => ({ accountId, deviceId: 'dev_a', channel: 't1', ts: start + i * 600_000, value, metric: 'temperature', environmentId: 'env_1' }))
 
+/** Readings of `table` on the day from `from`. */
+const countIn = async (table: string, from: number) => Number((await admin!.unsafe(`select count() n from ${table} where ts >= '${new Date(from).toISOString()}' and ts < '${new Date(from + DAY).toISOString()}'`))[0]!.n)
+const dailyOf = (store: ReadingsStore): Promise<BucketRow[]> => store.buckets({ accountId, from: DAY_ONE, to: DAY_TWO + DAY }, { interval: '1d', aggregates: ['count', 'avg'], groupBy: 'series' }, 10)
+
 describe.skipIf(!hasViews)('views behind their table: marked days raw, the others from the views', () => {
   const table = `hrs_test_view_marks_${Date.now().toString(36)}`
   let env: TestEnv
@@ -35,8 +39,6 @@ describe.skipIf(!hasViews)('views behind their table: marked days raw, the other
   /** The same table without a records database: its writes are not marked. */
   let unmarked: ReadingsStore
   const config = loadConfig({}, { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table })
-  const daily = (): Promise<BucketRow[]> => store.buckets({ accountId, from: DAY_ONE, to: DAY_TWO + DAY }, { interval: '1d', aggregates: ['count', 'avg'], groupBy: 'series' }, 10)
-  const countIn = async (from: number) => Number((await admin!.unsafe(`select count() n from ${table} where ts >= '${new Date(from).toISOString()}' and ts < '${new Date(from + DAY).toISOString()}'`))[0]!.n)
 
   beforeAll(async () => {
     env = await createTestEnv()
@@ -52,7 +54,7 @@ describe.skipIf(!hasViews)('views behind their table: marked days raw, the other
 
   test('a day written without a mark while the views are held back is answered from the views; a marked day raw', async () => {
     await store.write(dayOf(DAY_ONE, 10))
-    await waitFor(async () => (await countIn(DAY_ONE)) === 144, 30_000, 50)
+    await waitFor(async () => (await countIn(table, DAY_ONE)) === 144, 30_000, 50)
     // The views take in day one, and the watch removes its marks (settling at once: no write is under way).
     await store.refreshRollups!(0)
     expect(Number((await env.deps.database.query<{ n: number }>(`select count(*)::int n from reading_rollup_marks where store = $1`, [table]))[0]!.n)).toBe(0)
@@ -61,9 +63,9 @@ describe.skipIf(!hasViews)('views behind their table: marked days raw, the other
     await admin!.unsafe(`alter materialized view ${table}_1m set refresh manual`)
     await unmarked.write([{ ...dayOf(DAY_ONE, 10)[0]!, ts: DAY_ONE + 30_000, value: 1000 }])
     await store.write(dayOf(DAY_TWO, 20))
-    await waitFor(async () => (await countIn(DAY_ONE)) === 145 && (await countIn(DAY_TWO)) === 144, 30_000, 50)
+    await waitFor(async () => (await countIn(table, DAY_ONE)) === 145 && (await countIn(table, DAY_TWO)) === 144, 30_000, 50)
 
-    const [one, two] = await daily()
+    const [one, two] = await dailyOf(store)
     // Day one from the day view: the unmarked reading is in the table, not in the views.
     expect(one).toMatchObject({ ts: DAY_ONE, device_id: 'dev_a', channel: 't1', count: 144, avg: 10 })
     // Day two is marked: read raw, all of it, though no view holds any of it.
@@ -82,70 +84,59 @@ async function tableMinuteViews(table: string): Promise<void> {
 }
 const basesOf = async (table: string) => Object.fromEntries((await admin!.unsafe<{ view_name: string; base_table_name: string }[]>(`select view_name, base_table_name from materialized_views() where view_name like '${table}_%'`)).map((r) => [r.view_name, r.base_table_name]))
 
-describe.skipIf(!hasViews)('views an earlier version made (the minute view on the table) are made again on the chain', () => {
-  const table = `hrs_test_view_chain_${Date.now().toString(36)}`
+describe.skipIf(!hasViews)('views an earlier version made (the minute view on the table)', () => {
   let env: TestEnv
-  let store: ReadingsStore | undefined
-  const config = loadConfig({}, { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table })
-  const countIn = async (from: number) => Number((await admin!.unsafe(`select count() n from ${table} where ts >= '${new Date(from).toISOString()}' and ts < '${new Date(from + DAY).toISOString()}'`))[0]!.n)
+  const tables: string[] = []
+  const stores: ReadingsStore[] = []
 
   beforeAll(async () => { env = await createTestEnv() })
   afterAll(async () => {
-    await store?.close()
-    await dropQuestdbTable(admin!, table)
+    for (const store of stores) await store.close()
+    for (const table of tables) await dropQuestdbTable(admin!, table)
     await env?.close()
   })
 
-  test('the minute view is rebuilt from the one-second view, and the days read from the views equal the raw readings', async () => {
-    // As the store made them before the one-second step: readings of two days, then the three views on the table.
+  /** A table as an earlier version left it: the minute view on the table, and days one and two (and `extra`) read. */
+  async function earlierLayout(name: string, extra: Reading[] = []) {
+    const table = `hrs_test_view_${name}_${Date.now().toString(36)}`
+    tables.push(table)
+    const config = loadConfig({}, { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table })
     const older = await questdbStore(config)
     for (const level of [...VIEW_CHAIN].reverse()) await admin!.unsafe(`drop materialized view ${table}_${level}`)
-    await older.write([...dayOf(DAY_ONE, 10), ...dayOf(DAY_TWO, 20)])
-    await older.close()
     await tableMinuteViews(table)
-    await waitFor(async () => (await countIn(DAY_ONE)) === 144 && (await countIn(DAY_TWO)) === 144, 30_000, 50)
+    await older.write([...dayOf(DAY_ONE, 10), ...dayOf(DAY_TWO, 20), ...extra])
+    await older.close()
+    await waitFor(async () => (await countIn(table, DAY_ONE)) === 144 && (await countIn(table, DAY_TWO)) === 144, 30_000, 50)
+    return { table, config }
+  }
+  /** The store as this version starts it, with a records database (its watch settles the views). */
+  async function start(config: ReturnType<typeof loadConfig>): Promise<ReadingsStore> {
+    const store = await questdbStore(config, undefined, { records: env.deps.database, log: (message, error) => console.error(message, error) })
+    stores.push(store)
+    return store
+  }
 
-    store = await questdbStore(config, undefined, { records: env.deps.database, log: (message, error) => console.error(message, error) })
+  test('are made again on the chain: the minute view from the one-second view, and the days from the views equal the raw readings', async () => {
+    const { table, config } = await earlierLayout('chain')
+    const store = await start(config)
     expect(await basesOf(table)).toEqual({ [`${table}_1s`]: table, [`${table}_1m`]: `${table}_1s`, [`${table}_1h`]: `${table}_1m`, [`${table}_1d`]: `${table}_1h` })
     // Once the watch has seen every view catch up, the days come from the day view, whole.
     await store.refreshRollups!(0)
-    const days = await store.buckets({ accountId, from: DAY_ONE, to: DAY_TWO + DAY }, { interval: '1d', aggregates: ['count', 'avg'], groupBy: 'series' }, 10)
-    expect(days).toMatchObject([{ ts: DAY_ONE, count: 144, avg: 10 }, { ts: DAY_TWO, count: 144, avg: 20 }])
+    expect(await dailyOf(store)).toMatchObject([{ ts: DAY_ONE, count: 144, avg: 10 }, { ts: DAY_TWO, count: 144, avg: 20 }])
     expect(Number((await admin!.unsafe(`select sum(cnt) n from ${table}_1d`))[0]!.n)).toBe(288)
   }, 120_000)
-})
 
-describe.skipIf(!hasViews)('views an earlier version made are kept where raw readings have expired since', () => {
-  const table = `hrs_test_view_kept_${Date.now().toString(36)}`
-  let env: TestEnv
-  let store: ReadingsStore | undefined
-  const config = loadConfig({}, { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table })
-  const countIn = async (from: number) => Number((await admin!.unsafe(`select count() n from ${table} where ts >= '${new Date(from).toISOString()}' and ts < '${new Date(from + DAY).toISOString()}'`))[0]!.n)
-
-  beforeAll(async () => { env = await createTestEnv() })
-  afterAll(async () => {
-    await store?.close()
-    await dropQuestdbTable(admin!, table)
-    await env?.close()
-  })
-
-  test('rebuilding would lose the expired days: the views stay on the table and still answer those days', async () => {
-    const older = await questdbStore(config)
-    for (const level of [...VIEW_CHAIN].reverse()) await admin!.unsafe(`drop materialized view ${table}_${level}`)
-    await tableMinuteViews(table)
+  test('are kept where raw readings have expired since (rebuilding would lose those days), and still answer them', async () => {
     const today = Math.floor(Date.now() / DAY) * DAY
-    await older.write([...dayOf(DAY_ONE, 10), ...dayOf(DAY_TWO, 20), { ...dayOf(today, 30)[0]! }])
-    await older.close()
-    await waitFor(async () => (await countIn(DAY_ONE)) === 144 && (await countIn(DAY_TWO)) === 144, 30_000, 50)
+    const { table, config } = await earlierLayout('kept', [dayOf(today, 30)[0]!])
     await waitFor(async () => Number((await admin!.unsafe(`select sum(cnt) n from ${table}_1d`))[0]!.n) === 289, 30_000, 100)
     // The raw days expire (a TTL, as expiry sets it); the views keep their rollups.
     await admin!.unsafe(`alter table ${table} set ttl 3 days`)
-    await waitFor(async () => (await countIn(DAY_ONE)) === 0 && (await countIn(DAY_TWO)) === 0, 30_000, 100)
+    await waitFor(async () => (await countIn(table, DAY_ONE)) === 0 && (await countIn(table, DAY_TWO)) === 0, 30_000, 100)
 
-    store = await questdbStore(config, undefined, { records: env.deps.database, log: (message, error) => console.error(message, error) })
+    const store = await start(config)
     expect(await basesOf(table)).toEqual({ [`${table}_1m`]: table, [`${table}_1h`]: `${table}_1m`, [`${table}_1d`]: `${table}_1h` })
     await store.refreshRollups!(0)
-    const days = await store.buckets({ accountId, from: DAY_ONE, to: DAY_TWO + DAY }, { interval: '1d', aggregates: ['count', 'avg'], groupBy: 'series' }, 10)
-    expect(days).toMatchObject([{ ts: DAY_ONE, count: 144, avg: 10 }, { ts: DAY_TWO, count: 144, avg: 20 }])
+    expect(await dailyOf(store)).toMatchObject([{ ts: DAY_ONE, count: 144, avg: 10 }, { ts: DAY_TWO, count: 144, avg: 20 }])
   }, 120_000)
 })
