@@ -2,7 +2,9 @@
 // on its own connection, the next publish once the PUBACK is in) ÷ the same load over HTTP POST /sensors/readings,
 // in the same run, each on a fresh database and server: target ≥ 1.0 (MQTT has no per-request HTTP cost). On the SQL
 // store, and on QuestDB when one answers on loopback. Server CPU per reading for both; then MQTT at half its
-// maximum rate (open loop): the PUBACK's p99. Stored = acknowledged is checked for both transports.
+// maximum rate (open loop): the PUBACK's p99. Stored = acknowledged is checked for both transports. The note gives
+// each transport's readings per store write (the group commit's batches, from /metrics): a transport whose readings
+// come more slowly fills smaller batches in the same flush time, and each write costs the store the same.
 import { freePort } from '../lib/processes.ts'
 import { ingestSettings, storedReadings } from '../lib/ingest.ts'
 import { runLoad, statsOf, type LoadResult } from '../lib/load.ts'
@@ -15,7 +17,18 @@ import { MAX_IN_FLIGHT } from './latency.ts'
 
 const NAME = 'ingest-mqtt'
 
-interface TransportRun { run: IngestRun; half?: LoadResult; stored: number; acknowledged: number }
+interface TransportRun { run: IngestRun; half?: LoadResult; stored: number; acknowledged: number; writes: StoreWrites }
+
+/** The group commit's writes to the readings store so far, from the server's /metrics (hrs_ingest_flush_readings). */
+interface StoreWrites { writes: number; readings: number }
+
+async function storeWrites(baseUrl: string): Promise<StoreWrites> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text()
+  const value = (name: string) => Number(text.split('\n').find((line) => line.startsWith(`${name} `))?.split(' ')[1] ?? NaN)
+  return { writes: value('hrs_ingest_flush_readings_count'), readings: value('hrs_ingest_flush_readings_sum') }
+}
+
+const perWrite = ({ writes, readings }: StoreWrites) => (readings / writes).toFixed(0)
 
 /** One transport on one store: a fresh database (and QuestDB table), our server with its MQTT listener, the load. */
 async function measure(ctx: ScenarioContext, store: 'sql' | 'questdb', over: 'http' | 'mqtt'): Promise<TransportRun> {
@@ -25,6 +38,8 @@ async function measure(ctx: ScenarioContext, store: 'sql' | 'questdb', over: 'ht
   let run: IngestRun | undefined
   try {
     run = await driveIngest(ctx, env, store === 'questdb' ? { questdb: questdbJava } : {}, `${NAME} ${over} (${store})`, undefined, over)
+    // The closed loop's writes (warm-up included): the group commit makes fewer, larger writes the faster readings come.
+    const writes = await storeWrites(run.server.baseUrl)
     let half: LoadResult | undefined
     if (over === 'mqtt') {
       const rate = Math.max(1, Math.round(run.load.requestsPerSecond / 2))
@@ -42,7 +57,7 @@ async function measure(ctx: ScenarioContext, store: 'sql' | 'questdb', over: 'ht
     await run.server.stop()
     const acknowledged = run.load.totalReadings + (half?.totalReadings ?? 0)
     const stored = table ? (await waitForCount(table, acknowledged)).count : (await storedReadings(database.url)).stored
-    return { run, half, stored, acknowledged }
+    return { run, half, stored, acknowledged, writes }
   } finally {
     await run?.server.stop()
     await database.drop()
@@ -65,15 +80,15 @@ export const ingestMqtt: Scenario = async (ctx) => {
     const mqtt = await measure(ctx, store, 'mqtt')
     const { load } = mqtt.run
     const verified = (r: TransportRun) => (r.stored === r.acknowledged ? 'stored = acknowledged' : `STORED ${r.stored} ≠ ACKNOWLEDGED ${r.acknowledged}`)
-    const note = `MQTT: ${verified(mqtt)}, server ${load.watched.server!.toFixed(2)} cores (${cpuPerReading(load).toFixed(2)} µs CPU/reading), generator ${load.cpu.toFixed(2)}, others ${load.others.toFixed(2)}, PUBACK p99 ${load.latency.p99.toFixed(1)} ms at full speed; ` +
-      `HTTP: ${verified(http)}, server ${http.run.load.watched.server!.toFixed(2)} cores (${cpuPerReading(http.run.load).toFixed(2)} µs CPU/reading), generator ${http.run.load.cpu.toFixed(2)}, others ${http.run.load.others.toFixed(2)}, p99 ${http.run.load.latency.p99.toFixed(1)} ms`
+    const note = `MQTT: ${verified(mqtt)}, server ${load.watched.server!.toFixed(2)} cores (${cpuPerReading(load).toFixed(2)} µs CPU/reading), generator ${load.cpu.toFixed(2)}, others ${load.others.toFixed(2)}, PUBACK p99 ${load.latency.p99.toFixed(1)} ms at full speed, ${perWrite(mqtt.writes)} readings per store write; ` +
+      `HTTP: ${verified(http)}, server ${http.run.load.watched.server!.toFixed(2)} cores (${cpuPerReading(http.run.load).toFixed(2)} µs CPU/reading), generator ${http.run.load.cpu.toFixed(2)}, others ${http.run.load.others.toFixed(2)}, p99 ${http.run.load.latency.p99.toFixed(1)} ms, ${perWrite(http.writes)} readings per store write`
     lines.push(line(NAME, `readings/s over MQTT QoS 1 ÷ over HTTP (${mqtt.run.lanes} devices × ${mqtt.run.perRequest}/publish, ${store} store)`, load.readingsPerSecond, http.run.load.readingsPerSecond, 'rows/s', 1.0, 'target', note, statsOf(load, 'puback', mqtt.run.peakRssMiB)))
     lines.push(line(NAME, `server CPU per reading, MQTT ÷ HTTP (${store} store)`, cpuPerReading(load), cpuPerReading(http.run.load), 'µs', undefined, 'target'))
     if (mqtt.half) {
       lines.push(line(NAME, `PUBACK latency p99 at half the maximum rate (${store} store)`, mqtt.half.latency.p99, undefined, 'ms', undefined, 'target',
         `open loop at ${(mqtt.half.requestsPerSecond).toFixed(0)} publishes/s (${mqtt.half.late} late); p50 ${mqtt.half.latency.p50.toFixed(1)} ms, p95 ${mqtt.half.latency.p95.toFixed(1)} ms, max ${mqtt.half.latency.max.toFixed(1)} ms`))
     }
-    details[store] = { mqtt: { load, half: mqtt.half, stored: mqtt.stored, acknowledged: mqtt.acknowledged }, http: { load: http.run.load, stored: http.stored, acknowledged: http.acknowledged } }
+    details[store] = { mqtt: { load, half: mqtt.half, stored: mqtt.stored, acknowledged: mqtt.acknowledged, writes: mqtt.writes }, http: { load: http.run.load, stored: http.stored, acknowledged: http.acknowledged, writes: http.writes } }
   }
   return { lines, details }
 }
