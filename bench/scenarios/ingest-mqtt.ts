@@ -3,8 +3,8 @@
 // in the same run, each on a fresh database and server: target ≥ 1.0 (MQTT has no per-request HTTP cost). On the SQL
 // store, and on QuestDB when one answers on loopback. Server CPU per reading for both; then MQTT at half its
 // maximum rate (open loop): the PUBACK's p99. Stored = acknowledged is checked for both transports. The note gives
-// each transport's readings per store write (the group commit's batches, from /metrics): a transport whose readings
-// come more slowly fills smaller batches in the same flush time, and each write costs the store the same.
+// each transport's readings per store write over the closed loop (the group commit's batches, from /metrics; one
+// worker's with WORKERS > 1), so that a difference in batching between the transports shows.
 import { freePort } from '../lib/processes.ts'
 import { ingestSettings, storedReadings } from '../lib/ingest.ts'
 import { runLoad, statsOf, type LoadResult } from '../lib/load.ts'
