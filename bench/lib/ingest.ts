@@ -8,6 +8,12 @@ import type { FreshDatabase } from './setup.ts'
 
 export const COPY_SCRIPT = join(ROOT, 'bench', 'baselines', 'pg-copy.ts')
 
+/** One scrape of our server's /metrics: the value of a series as it prints it (name and labels), NaN when absent. */
+export async function serverMetrics(baseUrl: string): Promise<(series: string) => number> {
+  const lines = (await (await fetch(`${baseUrl}/metrics`)).text()).split('\n')
+  return (series) => Number(lines.find((line) => line.startsWith(`${series} `))?.slice(series.length + 1) ?? NaN)
+}
+
 /** INGEST_* settings the bench passes through to our server when set (to try other batch sizes and flushes). */
 export function ingestSettings(): Record<string, string> {
   const out: Record<string, string> = {}

@@ -18,7 +18,7 @@ import { connect as tcpConnect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { BUN, forEachLine, freePort, ourServer, ROOT, startServer, type Child } from '../lib/processes.ts'
-import { storedReadings } from '../lib/ingest.ts'
+import { serverMetrics, storedReadings } from '../lib/ingest.ts'
 import { line, type Line, type Scenario, type ScenarioContext } from '../lib/report.ts'
 import { accountAndToken, cleanRedis, createDevices, freshDatabase, serverEnv } from '../lib/setup.ts'
 
@@ -100,8 +100,7 @@ async function ours(ctx: ScenarioContext, count: number, timing: Timing): Promis
     const result = await drive(ctx, 'ours', `mqtt://127.0.0.1:${mqttPort}`, devices, timing, async () => { idleRssMiB = rssMiB(pid) })
     // Every device has gone: the gauge must read 0 again.
     await Bun.sleep(1000)
-    const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text()
-    const gaugeAfter = Number(/^hrs_mqtt_connected_devices (\S+)/m.exec(metrics)?.[1])
+    const gaugeAfter = (await serverMetrics(server.baseUrl))('hrs_mqtt_connected_devices')
     await server.stop()
     const { stored } = await storedReadings(database.url)
     return { result, baseRssMiB, idleRssMiB, kibPerConnection: ((idleRssMiB - baseRssMiB) * 1024) / held(result), gaugeAfter, stored, devices }

@@ -6,7 +6,7 @@
 // each transport's readings per store write over the closed loop (the group commit's batches, from /metrics; one
 // worker's with WORKERS > 1), so that a difference in batching between the transports shows.
 import { freePort } from '../lib/processes.ts'
-import { ingestSettings, storedReadings } from '../lib/ingest.ts'
+import { ingestSettings, serverMetrics, storedReadings } from '../lib/ingest.ts'
 import { runLoad, statsOf, type LoadResult } from '../lib/load.ts'
 import { dropTable, freshTableName, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, questdbJava, waitForCount } from '../lib/questdb.ts'
 import { line, needsLocalServer, type Line, type Scenario, type ScenarioContext } from '../lib/report.ts'
@@ -23,8 +23,7 @@ interface TransportRun { run: IngestRun; half?: LoadResult; stored: number; ackn
 interface StoreWrites { writes: number; readings: number }
 
 async function storeWrites(baseUrl: string): Promise<StoreWrites> {
-  const text = await (await fetch(`${baseUrl}/metrics`)).text()
-  const value = (name: string) => Number(text.split('\n').find((line) => line.startsWith(`${name} `))?.split(' ')[1] ?? NaN)
+  const value = await serverMetrics(baseUrl)
   return { writes: value('hrs_ingest_flush_readings_count'), readings: value('hrs_ingest_flush_readings_sum') }
 }
 
