@@ -257,6 +257,10 @@ export function consoleModule(deps: Deps) {
 
     .get(`${CONSOLE_PATH}/devices/:id`, signedIn(async (c, viewer) => {
       const id = c.params.id ?? ''
+      // A sighting this process has not written back yet (once a second) is newer than the row's: right after a
+      // device's first readings, the page said "never" for up to a second. Asked before the row is read: a
+      // write-back that finishes in between then shows in the row, where asking after the read missed both.
+      const pending = deps.ingest.devices.pendingLastSeen(id)
       const row = isId('device', id) ? await getDevice(db, viewer.session.accountId, id) : undefined
       if (!row) return respond(c, { title: 'No such device', nav: nav(viewer, 'devices'), body: errorBody('This account has no such device.') }, 404)
       const now = Date.now()
@@ -265,9 +269,6 @@ export function consoleModule(deps: Deps) {
       const buckets = await deps.readings.buckets({ accountId: viewer.session.accountId, deviceId: row.id, from: window.from, to: now + 5 * 60 * 1000 }, { interval: '15m', aggregates: ['avg'], groupBy: 'series' }, 2000)
       const points = buckets.map((b) => ({ ts: b.ts, channel: b.channel!, metric: b.metric, value: b.avg! }))
       const places = new Map((await environmentsOf(viewer.session.accountId)).map((e) => [e.id, e.name]))
-      // A sighting this process has not written back yet (once a second) is newer than the row's: right after a
-      // device's first readings, the page said "never" for up to a second.
-      const pending = deps.ingest.devices.pendingLastSeen(row.id)
       const seen = pending !== undefined && (!row.last_seen_at || row.last_seen_at.getTime() < pending) ? { ...row, last_seen_at: new Date(pending) } : row
       const device = presentDevice(seen)
       // The header and the charts read the same list, so neither lags the other.

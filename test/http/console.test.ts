@@ -337,6 +337,22 @@ describe('small things a person sees', () => {
     const page = await (await get(`/console/devices/${device.id}`, cookie)).text()
     expect(page).toMatch(/<dt>Last seen<\/dt><dd>\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC<\/dd>/)
   })
+
+  test('a write-back that finishes while the page is being made still leaves the page showing the sighting', async () => {
+    // CI once caught the page between the two: it read the row before the write-back committed and asked for the
+    // pending sighting after it had been cleared. Here the write-back is made to finish inside the page's reading.
+    const { token } = await consoleAccount()
+    const { cookie } = await signIn(token)
+    const device = await (await env.request('POST', '/api/v1/sensors/devices', { token, body: { name: 'Racing', channels: [{ key: 't1', metric: 'temperature' }] } })).json()
+    expect((await env.request('POST', '/api/v1/sensors/readings', { token: device.key, body: { readings: [{ channel: 't1', value: 25 }] } })).status).toBe(202)
+    const readings = env.deps.readings
+    const buckets = readings.buckets
+    readings.buckets = async (...args) => { await env.deps.ingest.devices.writeBack(); return buckets.apply(readings, args) }
+    try {
+      const page = await (await get(`/console/devices/${device.id}`, cookie)).text()
+      expect(page).toMatch(/<dt>Last seen<\/dt><dd>\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC<\/dd>/)
+    } finally { readings.buckets = buckets }
+  })
 })
 
 
