@@ -1,7 +1,8 @@
 // The next page of a walk through readings, read while the client takes in the page before it: a client walking a
 // year of hourly buckets (36 pages of 10,000 rows) otherwise leaves the store idle while each page travels and is
-// parsed, then the client idle while the next is read. Only for a walk already under way (a request that carried a
-// cursor), so a first page that is all a client wanted costs one read, not two.
+// parsed, then the client idle while the next is read. For a walk already under way (a request that carried a
+// cursor), and from the first page of a light bucketed query (ingest/query.ts says why): a first page that is all a
+// client wanted then costs a second read only where that read is small.
 
 /** Pages read ahead and not yet asked for, in this process; past this many, no more are started. */
 const MAX_PENDING = 16

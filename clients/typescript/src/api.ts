@@ -559,8 +559,9 @@ export interface paths {
          *     at a time whatever the account (`READINGS_HEAVY_CONCURRENCY`: the share of a node's cores they may take), the others waiting their turn
          *     within their deadline (past it, 429 `too_many_queries` as well). Answers come from rollups of the readings (per series at 1 minute,
          *     1 hour and 1 day, kept on write) wherever they answer exactly, and from the readings themselves at the window's edges: nothing changes for
-         *     callers but speed. While a client walks a JSON listing (a request with `cursor` whose page has more), the page after it is read as it
-         *     is sent and kept up to 5 s for the next request with that cursor and `limit`; likewise, once a CSV file whose listing
+         *     callers but speed. While a client walks a JSON listing (a request with `cursor` whose page has more, or the first page of a bucketed
+         *     query that is not heavy), the page after it is read as it is sent and kept up to 5 s for the next request with that
+         *     cursor and `limit`; likewise, once a CSV file whose listing
          *     has more has been read (an export, walked to its end, from its first file), the start of the next file: a page or file may hold the
          *     readings as they were up to that long before it was asked for.
          *
