@@ -2,7 +2,7 @@
 // must reach the queries that wait on it, never the process. Bun ends a process on an unhandled rejection, so a
 // rejection no one can handle would take the server down. Run in a child process, as the server runs it.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -36,7 +36,8 @@ afterAll(() => {
 })
 
 async function run(body: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const script = join(mkdtempSync(join(tmpdir(), 'hrs-pg-')), 'child.ts')
+  const dir = mkdtempSync(join(tmpdir(), 'hrs-pg-'))
+  const script = join(dir, 'child.ts')
   writeFileSync(script, `import postgres from ${JSON.stringify(POSTGRES)}
 const sql = postgres({ host: '127.0.0.1', port: ${port}, user: 'u', database: 'd', max: 1, connect_timeout: 1, backoff: () => 0.02, onnotice: () => {} })
 ${body}`)
@@ -44,6 +45,7 @@ ${body}`)
   const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
   const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
   clearTimeout(timer)
+  rmSync(dir, { recursive: true, force: true })
   return { code, stdout, stderr }
 }
 

@@ -561,9 +561,8 @@ export interface paths {
          *     1 hour and 1 day, kept on write) wherever they answer exactly, and from the readings themselves at the window's edges: nothing changes for
          *     callers but speed. While a client walks a JSON listing (a request with `cursor` whose page has more, or the first page of a bucketed
          *     query that is not heavy), the page after it is read as it is sent and kept up to 5 s for the next request with that
-         *     cursor and `limit`; likewise, once a CSV file whose listing
-         *     has more has been read (an export, walked to its end, from its first file), the start of the next file: a page or file may hold the
-         *     readings as they were up to that long before it was asked for.
+         *     cursor and `limit`; likewise, once a CSV file whose listing has more has been read (an export, walked to its end, from its first file),
+         *     the start of the next file: a page or file may hold the readings as they were up to that long before it was asked for.
          *
          *     **Retention.** Raw readings are kept 90 days, minute rollups 365, hour rollups 1825, day rollups
          *     forever (operator settings `READINGS_RETENTION_DAYS`, `READINGS_MINUTE_ROLLUP_RETENTION_DAYS`,
