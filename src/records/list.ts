@@ -5,6 +5,7 @@ import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import { prepared } from '../../db/prepared.ts'
 import type { Deps } from '../deps.ts'
 import { toPage, type CursorScope, type Page } from '../http/cursor.ts'
+import { shownColumns } from './rows.ts'
 
 export interface KeysetTable extends PgTable { id: PgColumn; account_id: PgColumn }
 
@@ -45,7 +46,7 @@ function statementFor(request: ListRequest, present: string[]): Statement {
         ? sql`(${sortBy}, ${table.id}) < (${sql.placeholder('after0')}::timestamptz, ${sql.placeholder('after1')})`
         : lt(table.id, sql.placeholder('after0')))
     }
-    statement = prepared<any[]>(`list:${shape}`, (db) => db.select().from(table as PgTable).where(and(...where))
+    statement = prepared<any[]>(`list:${shape}`, (db) => db.select(shownColumns(table)).from(table as PgTable).where(and(...where))
       .orderBy(...(sortBy ? [desc(sortBy), desc(table.id)] : [desc(table.id)]))
       .limit(sql.placeholder('limit')))
     statements.set(shape, statement)

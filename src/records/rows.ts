@@ -6,6 +6,11 @@ import type { PgTable } from 'drizzle-orm/pg-core'
 const HIDDEN = new Set(['account_id', 'version', 'deleted_at'])
 type Hidden = 'account_id' | 'version' | 'deleted_at'
 
+/** The columns of `table` the API shows: what a list selects, so storage-only columns are neither sent nor decoded. */
+export function shownColumns(table: PgTable) {
+  return Object.fromEntries(Object.entries(getTableColumns(table)).filter(([name]) => !HIDDEN.has(name)))
+}
+
 /** A row's type as the API shows it. */
 export type Presented<Row> = {
   [K in keyof Row as K extends Hidden ? never : K]: Row[K] extends Date ? string : Row[K] extends Date | null ? string | null : Row[K]
