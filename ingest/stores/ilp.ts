@@ -118,8 +118,11 @@ const BINARY_DOUBLE = 16
 const ROW_TAIL_MAX = 48
 
 /**
- * One batch's body as bytes, written row by row into one buffer that grows as needed and is reused for the next
- * batch (take() copies the body out, so a request still in flight or sent again never sees the next batch).
+ * One batch's body as bytes, written row by row into one buffer that grows as needed and is reused: take() hands
+ * out a view of it, valid until the next row(), so a writer gives each batch in flight a body of its own and reuses
+ * it once the batch is answered. Copying each batch out instead (a fresh 400 KB buffer per batch of 1,900 rows)
+ * cost 169 µs of CPU per batch, as much as a third of fetch's own cost of POSTing it (500 µs), in a scratch loop
+ * on this 2-core box.
  * A row is its series prefix (the cached bytes of `table,tags… value=`), the value, a space, the timestamp in
  * epoch milliseconds and a newline. The value in version 1 is the shortest text that reads back to the same double
  * (as JS prints it, except -0, which JS prints as "0"); in version 2 it is `=`, the type byte and the 8 bytes.
@@ -155,9 +158,9 @@ export class IlpBody {
     this.length = at
   }
 
-  /** The body so far, copied out; the buffer starts over empty. */
+  /** The body so far, as a view of the buffer (valid until the next row()); the buffer starts over empty. */
   take(): Uint8Array {
-    const body = this.bytes.slice(0, this.length)
+    const body = this.bytes.subarray(0, this.length)
     this.length = 0
     return body
   }

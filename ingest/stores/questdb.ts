@@ -130,12 +130,17 @@ const describeReading = (readings: readonly Reading[]) => (line: number) => {
  */
 export async function ilpReadingsWriter(configuration: string, table: string): Promise<(readings: readonly Reading[]) => Promise<void>> {
   const target = ilpTarget(configuration)
-  const body = new IlpBody(await ilpVersion(target))
+  const version = await ilpVersion(target)
   const prefixes = new SeriesPrefixes(table)
+  /** Bodies of batches answered, for the next ones: one per batch in flight is ever made (IlpBody says why). */
+  const idle: IlpBody[] = []
   return async (readings) => {
     if (!readings.length) return
+    const body = idle.pop() ?? new IlpBody(version)
     for (const r of readings) body.row(prefixes.of(r), r.value, r.ts)
     await postIlp(target, body.take(), describeReading(readings))
+    // Reused only once QuestDB has answered: a request that failed or timed out may still be reading its bytes.
+    idle.push(body)
   }
 }
 

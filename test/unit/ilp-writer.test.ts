@@ -241,6 +241,20 @@ describe('the QuestDB store against a stand-in /settings and /write on loopback'
     }])
   })
 
+  test('batches in flight at once each arrive whole; a batch answered leaves its buffer to the next', async () => {
+    seen.length = 0
+    // Each answer waits, so the three batches are all in flight while the next ones are encoded.
+    answer = () => Bun.sleep(50).then(() => new Response(null, { status: 204 }))
+    const writer = await ilpReadingsWriter(`http::addr=127.0.0.1:${server.port};`, 'r')
+    const batch = (first: number) => Array.from({ length: 300 }, (_, i) => reading({ value: first + i, ts: Date.UTC(2026, 10, 20, 12) + i }))
+    const line = (value: number, i: number) => `r,account_id=acct_1,device_id=sdev_1,channel=t1,metric=temperature,environment_id=env_1 value=${value} ${Date.UTC(2026, 10, 20, 12) + i}\n`
+    const expected = (first: number) => Array.from({ length: 300 }, (_, i) => line(first + i, i)).join('')
+    await Promise.all([writer(batch(1000)), writer(batch(2000)), writer(batch(3000))])
+    await writer(batch(4000))
+    answer = () => new Response(null, { status: 204 })
+    expect(seen.map((s) => text(s.body)).sort()).toEqual([expected(1000), expected(2000), expected(3000), expected(4000)])
+  })
+
   test('a refusal rejects the write with QuestDB\'s reason on one line', async () => {
     answer = () => Response.json({ code: 'invalid', message: 'error in line 1: bad', line: 1, errorId: 'e-1' }, { status: 400 })
     await expect(write([reading()])).rejects.toThrow('QuestDB refused the batch (HTTP 400, code invalid, line 1 (device sdev_1, channel t1, ts 2026-11-20T12:00:00.000Z, value 27.5), error id e-1): error in line 1: bad')
