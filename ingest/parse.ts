@@ -52,14 +52,27 @@ function reading(device: DeviceInfo, mapping: ChannelMapping | undefined, channe
   return { accountId: device.accountId, deviceId: device.id, channel, ts, value, metric: mapping?.metric ?? null, environmentId: mapping?.environmentId ?? null }
 }
 
+/** Each channel's timestamps among `readings`: what parseBatch checks duplicates against once order is lost. */
+function timesByChannel(readings: readonly Reading[]): Map<string, Set<number>> {
+  const times = new Map<string, Set<number>>()
+  for (const { channel, ts } of readings) {
+    let set = times.get(channel)
+    if (!set) times.set(channel, (set = new Set()))
+    set.add(ts)
+  }
+  return times
+}
+
 export interface Parsed { readings: Reading[]; rejected: Rejection[]; unmapped: Set<string> }
 
 export function parseBatch(items: readonly unknown[], device: DeviceInfo, now: number): Parsed {
   const readings: Reading[] = []
   const rejected: Rejection[] = []
   const unmapped = new Set<string>()
-  // Timestamps seen per channel: number sets, not a string key per reading (a reading's cost is a few hundred ns).
-  const seen = new Map<string, Set<number>>()
+  // Duplicates: a device sends each channel's readings in time order, so each channel's latest timestamp is enough
+  // until one arrives out of order; from then on the batch keeps every channel's timestamps in sets (built once).
+  const latest = new Map<string, number>()
+  let seen: Map<string, Set<number>> | undefined
   const reject = (index: number, code: RejectCode) => rejected.push({ index, code, message: MESSAGES[code] })
   for (let index = 0; index < items.length; index++) {
     const item = items[index] as Record<string, unknown> | null
@@ -75,10 +88,17 @@ export function parseBatch(items: readonly unknown[], device: DeviceInfo, now: n
     if (typeof value !== 'number' || !Number.isFinite(value)) { reject(index, 'invalid_value'); continue }
     const ts = parseTimestamp(item.ts, now)
     if (typeof ts === 'string') { reject(index, ts); continue }
-    let times = seen.get(channel)
-    if (!times) seen.set(channel, (times = new Set()))
-    else if (times.has(ts)) { reject(index, 'duplicate_reading'); continue }
-    times.add(ts)
+    if (!seen) {
+      const last = latest.get(channel)
+      if (last === undefined || ts > last) latest.set(channel, ts)
+      else seen = timesByChannel(readings)
+    }
+    if (seen) {
+      let times = seen.get(channel)
+      if (!times) seen.set(channel, (times = new Set()))
+      else if (times.has(ts)) { reject(index, 'duplicate_reading'); continue }
+      times.add(ts)
+    }
     readings.push(reading(device, mapping, channel, value, ts, unmapped))
   }
   return { readings, rejected, unmapped }
