@@ -356,8 +356,11 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
     const [rows, applied] = await Promise.all([
       query(`select view_name, view_status, refresh_base_table_txn, base_table_txn from materialized_views() where view_name in (${names})`, signal),
       // A view's refresh is counted once written to the view's WAL; what reads see is what has been applied from it.
-      query(`select name, writerTxn, sequencerTxn from wal_tables() where name in (${names})`, signal),
+      // The table too: QuestDB counts a commit applied (writerTxn, and a view's base_table_txn) a moment after readers
+      // see its rows, so until the table has no commit in flight a view can look caught up without them.
+      query(`select name, writerTxn, sequencerTxn from wal_tables() where name in (${names}, '${table}')`, signal),
     ])
+    const settledTable = applied.some(([name, writer, sequencer]) => name === table && Number(writer) === Number(sequencer))
     // `valid`, or `refreshing` (at work); an `invalid` view is refreshed no more until an operator refreshes it whole.
     const valid = (level: ViewLevel) => rows.some(([name, status]) => name === `${table}_${level}` && status !== 'invalid')
     const fresh = (level: ViewLevel) => rows.some(([name, status, refreshed, base]) => name === `${table}_${level}` && status === 'valid' && Number(refreshed) === Number(base))
@@ -371,7 +374,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       }
       return levels
     }
-    return { valid: prefix(valid), caughtUp: prefix(fresh) }
+    return { valid: prefix(valid), caughtUp: settledTable ? prefix(fresh) : [] }
   }
   /**
    * What a bucket read takes from where, for any part of the window `from`–`to`: stale days (marked minutes) raw
