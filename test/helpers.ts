@@ -110,6 +110,17 @@ export async function dropQuestdbTable(admin: { unsafe(query: string): Promise<u
   await admin.unsafe(`drop table if exists ${table}`).catch(() => {})
 }
 
+/**
+ * Whether QuestDB counts every commit to `table` as applied (wal_tables' writerTxn at its sequencerTxn). It does so a
+ * moment after readers see a commit's rows: ApplyWal2TableJob commits, then runs the writer's housekeeping (TTL
+ * eviction), then updates the count that wal_tables() and materialized_views()' base_table_txn read. A test that waits
+ * only for the rows can meet a view that looks caught up, or a partition its TTL has not yet evicted.
+ */
+export async function questdbApplied(admin: { unsafe(query: string): Promise<unknown> }, table: string): Promise<boolean> {
+  const [row] = (await admin.unsafe(`select writerTxn, sequencerTxn from wal_tables() where name = '${table}'`)) as { writerTxn: unknown; sequencerTxn: unknown }[]
+  return !!row && Number(row.writerTxn) === Number(row.sequencerTxn)
+}
+
 export interface ReadingsStoreRun {
   name: 'SQL store' | 'QuestDB'
   /** Config for createTestEnv: nothing for the SQL store; QuestDB's address and a table of the test's own. */

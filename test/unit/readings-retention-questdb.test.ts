@@ -9,7 +9,7 @@ import type { Aggregate, BucketRow, IntervalName, Reading, ReadingsStore } from 
 import { questdbStore } from '../../ingest/stores/questdb.ts'
 import { VIEW_CHAIN } from '../../ingest/stores/questdb-rollups.ts'
 import { loadConfig } from '../../src/config.ts'
-import { createTestEnv, dropQuestdbTable, waitFor, type TestEnv } from '../helpers.ts'
+import { createTestEnv, dropQuestdbTable, questdbApplied, waitFor, type TestEnv } from '../helpers.ts'
 
 const QUESTDB_ILP = process.env.QUESTDB_ILP || undefined
 const QUESTDB_PG_URL = process.env.QUESTDB_PG_URL || undefined
@@ -58,8 +58,12 @@ async function count(table: string, where = ''): Promise<number> {
   const [row] = await admin!.unsafe<{ n: number }[]>(`select count() n from ${table}${where ? ` where ${where}` : ''}`)
   return Number(row!.n)
 }
-/** Every view valid and refreshed up to its base's last transaction (each level on the one below it). */
+/**
+ * Every view valid and refreshed up to its base's last transaction (each level on the one below it), once QuestDB
+ * counts the table's commits applied (questdbApplied says why: before that, the views look caught up).
+ */
 async function viewsCaughtUp(table: string): Promise<boolean> {
+  if (!(await questdbApplied(admin!, table))) return false
   const rows = await admin!.unsafe<Record<string, unknown>[]>(`select view_name, view_status, refresh_base_table_txn, base_table_txn from materialized_views() where view_name like '${table}_%'`)
   return rows.length === VIEW_CHAIN.length && rows.every((r) => r.view_status === 'valid' && Number(r.refresh_base_table_txn) === Number(r.base_table_txn))
 }
