@@ -360,11 +360,12 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       // see its rows, so until the table has no commit in flight a view can look caught up without them.
       query(`select name, writerTxn, sequencerTxn from wal_tables() where name in (${names}, '${table}')`, signal),
     ])
-    const settledTable = applied.some(([name, writer, sequencer]) => name === table && Number(writer) === Number(sequencer))
+    /** Whether QuestDB has applied every commit to `name` (a view or the table). */
+    const settled = (name: string) => applied.some(([n, writer, sequencer]) => n === name && Number(writer) === Number(sequencer))
     // `valid`, or `refreshing` (at work); an `invalid` view is refreshed no more until an operator refreshes it whole.
     const valid = (level: ViewLevel) => rows.some(([name, status]) => name === `${table}_${level}` && status !== 'invalid')
     const fresh = (level: ViewLevel) => rows.some(([name, status, refreshed, base]) => name === `${table}_${level}` && status === 'valid' && Number(refreshed) === Number(base))
-      && applied.some(([name, writer, sequencer]) => name === `${table}_${level}` && Number(writer) === Number(sequencer))
+      && settled(`${table}_${level}`)
     // The planner's levels: a one-second step is not one, but the levels after it count only while it does.
     const prefix = (ok: (level: ViewLevel) => boolean) => {
       const levels: RollupLevel[] = []
@@ -374,7 +375,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       }
       return levels
     }
-    return { valid: prefix(valid), caughtUp: settledTable ? prefix(fresh) : [] }
+    return { valid: prefix(valid), caughtUp: settled(table) ? prefix(fresh) : [] }
   }
   /**
    * What a bucket read takes from where, for any part of the window `from`–`to`: stale days (marked minutes) raw
