@@ -16,6 +16,7 @@ import { API_PREFIX, createPipeline } from './http/pipeline.ts'
 import { requestState, type RequestState } from './http/request-state.ts'
 import { routeLabel } from './observability.ts'
 import { ulid } from './ids.ts'
+import { jsonResponse } from './http/compression.ts'
 import { createCors } from './http/cors.ts'
 import { pathOf } from './http/request-url.ts'
 import { metricsModule } from './modules/platform/metrics.ts'
@@ -152,6 +153,8 @@ export function createApp(deps: Deps) {
       if (principal) deps.rateLimiter.refund(principal.keyId, principal.kind, deps.config.rateLimitWindowSeconds * 1000)
       return notModified
     })
+    // JSON answers as Responses, gzipped where the client takes it (compression.ts says when and why).
+    .mapResponse(({ request, set, responseValue }) => jsonResponse(request, set, responseValue))
     .onError(({ code, error, request }) => errorResponse(code, error, request))
     .onAfterResponse(({ request, route, set, responseValue }) => {
       const state = requestState(request)

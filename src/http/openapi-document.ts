@@ -6,6 +6,7 @@ import { ALL_SCOPES } from '../auth/scopes.ts'
 import { ALERTS_TAG_DESCRIPTION } from '../modules/alerts/index.ts'
 import { ID_PREFIXES, type IdKind } from '../ids.ts'
 import { API_VERSION } from '../platform.ts'
+import { COMPRESSION } from './compression.ts'
 import { ERRORS } from './errors.ts'
 import { DEVICE_KEY_QUERY_SCHEME, ROUTE_POLICY, type RoutePolicy } from './operation.ts'
 import { MAX_BODY_BYTES } from './checks/body-limits.ts'
@@ -35,6 +36,10 @@ REST API over an account's husbandry records. Decisions this document records, b
   days and times (2025-02-30 or 24:00 is refused, never moved). Numbers in JSON bodies are JSON numbers: \`"5"\` where
   an integer is declared is a 422. Integers in query strings are decimal digits (\`limit=0x10\`, \`1e2\`, \`+5\` or
   \`5.0\` is a 400 naming the parameter). Unknown body fields are a 422. Another account's resource is a 404.
+- **Compression**: a JSON answer of ${COMPRESSION.minChars} characters or more is sent gzip-encoded (\`Content-Encoding: gzip\`) when
+  the request's \`Accept-Encoding\` takes gzip (q-values honoured; \`*\` counts), and carries
+  \`Vary: Accept-Encoding\` either way. Answers with an \`ETag\` are never compressed, so the ETag names the bytes sent.
+  Without \`Accept-Encoding\`, nothing is compressed.
 - **HEAD** is served wherever GET is (RFC 9110): the GET's status and headers (\`ETag\`, \`RateLimit\`,
   \`Content-Type\`, \`Content-Length\`) without the body; it counts against the rate limit as the GET would.
 - **405**: any method a path does not serve answers 405 with \`Allow\`; a write to a path v1 does not serve at all
