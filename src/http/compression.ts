@@ -59,6 +59,11 @@ export function jsonResponse(request: Request, set: ResponseSet, value: unknown)
   const headers = set.headers
   headers['content-type'] ??= 'application/json;charset=utf-8'
   const init = { status: set.status ?? 200, headers: headers as Record<string, string> }
+  // The status and headers now travel in the Response. Left in `set` too, Elysia would copy them into a new Response
+  // around this one's body (a stream): about 20 µs more per answer (GET /animals?limit=1 on a real server, server CPU
+  // 287 against 265 µs per request in four alternating rounds). An empty `set` has Elysia send this one as it is.
+  set.headers = {}
+  set.status = 200
   if (text.length < COMPRESSION.minChars || headers.etag !== undefined) return new Response(text, init)
   headers.vary = withVary(headers.vary, 'Accept-Encoding')
   if (!acceptsGzip(request.headers.get('accept-encoding'))) return new Response(text, init)
