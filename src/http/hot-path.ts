@@ -7,13 +7,15 @@
 // pipeline reads, its schemas are the ones checked here (read from that route), and Elysia still answers it through
 // app.handle(). The hot handler runs the app's own steps, in the order Elysia's composed handler runs them:
 //   onRequest (the pipeline) → parse (the body) → transform (the query's text) → query, then body schema →
-//   handler → response schema → afterHandle (declared headers) → onError (the problem) → afterResponse (log, metrics)
+//   handler → response schema → afterHandle (declared headers) → mapResponse (the JSON, compressed past its threshold)
+//   → onError (the problem) → afterResponse (log, metrics)
 // through the same functions the app's hooks call, so both paths give the same answers (test/http/hot-path.test.ts).
 import { OptionalKind, type TSchema } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
 import { ParseError, ValidationError } from 'elysia'
 import { parseQueryFromURL } from 'elysia/parse-query'
 import { isNotEmpty } from 'elysia/utils'
+import { jsonResponse } from './compression.ts'
 import { deliverDeclaredHeaders } from './declared-response.ts'
 import { ROUTE_POLICY, type RoutePolicy } from './operation.ts'
 import type { Pipeline } from './pipeline.ts'
@@ -143,6 +145,7 @@ async function answer(request: Request, state: RequestState, checks: Checks, han
   if (responseCheck && !responseCheck.Check(answered.body)) throw new ValidationError('response', responseCheck, answered.body, false)
   // Throws if the handler broke the route's declaration (a versioned record, an idempotent answer), as in the app.
   deliverDeclaredHeaders({ request, response: answered.body, set: { status: answered.status, headers: state.headers } })
-  const init = { status: answered.status, headers: state.headers }
-  return answered.body === undefined ? new Response('', init) : Response.json(answered.body, init)
+  // A JSON body leaves as the app's mapResponse hook sends it (compressed past its threshold, compression.ts).
+  const set = { status: answered.status, headers: state.headers }
+  return (answered.body === undefined ? undefined : jsonResponse(request, set, answered.body)) ?? new Response('', { status: answered.status, headers: state.headers })
 }

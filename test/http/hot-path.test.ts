@@ -42,6 +42,8 @@ const readings = { readings: Array.from({ length: 10 }, (_, i) => ({ channel: i 
 
 const cases: [name: string, method: string, path: () => string, init: () => { headers?: Record<string, string>; body?: string }][] = [
   ['readings: accepted', 'POST', () => '/api/v1/sensors/readings', () => json(readings)],
+  // Over 1,024 characters of JSON: gzipped by both (fetch sends Accept-Encoding), with Vary.
+  ['readings: many rejected', 'POST', () => '/api/v1/sensors/readings', () => json({ readings: Array.from({ length: 30 }, () => ({ channel: 't1', value: 'warm' })) })],
   ['readings: some rejected', 'POST', () => '/api/v1/sensors/readings', () => json({ readings: [{ channel: 't1', value: 'warm' }, { channel: 'bad channel', value: 1 }, 'x', { channel: 't1', value: 2, ts }] })],
   ['readings: with a CORS origin and a request id', 'POST', () => '/api/v1/sensors/readings', () => ({ ...json(readings), headers: { ...json(readings).headers, origin: ORIGIN, 'x-request-id': 'device-42' } })],
   ['readings: malformed JSON', 'POST', () => '/api/v1/sensors/readings', () => ({ ...json(null), body: '{"readings": [' })],
