@@ -1,6 +1,7 @@
 // Where the HTTP-layer cost comes from: the same two loads as http-layer, on a ladder of servers from a bare
 // Bun.serve to ours, each rung adding one thing (bench/servers/floor-server.ts):
-//   bare Bun.serve → + the seven CONTRACT headers → Elysia alone → Elysia + the headers → our app (discarding store).
+//   bare Bun.serve → + the seven CONTRACT headers → + answering after a 1 ms group commit's wait (nothing stored)
+//   → Elysia alone → Elysia + the headers → our app (discarding store).
 // Every rung is compared with the bare server measured in the same run. The rung "Elysia + the headers" does
 // no authentication, no validation and no storage: it is the floor under any app on this stack that keeps the
 // contract, and it bounds the http-layer ratios from above.
@@ -14,6 +15,7 @@ const NAME = 'http-floor'
 
 const RUNGS = [
   { floor: 'bare-headers', label: 'bare Bun.serve + the CONTRACT headers' },
+  { floor: 'bare-headers-commit', label: 'bare Bun.serve + the CONTRACT headers + a group commit\'s wait' },
   { floor: 'elysia', label: 'Elysia alone' },
   { floor: 'elysia-headers', label: 'Elysia + the CONTRACT headers' },
 ] as const
@@ -23,7 +25,7 @@ export const httpFloor: Scenario = async (ctx: ScenarioContext) => {
   const lanes = ctx.options.concurrency ?? LANES
   const readingsPerRequest = ctx.options.batch ?? READINGS_PER_REQUEST
   const database = await freshDatabase('floor')
-  const env = serverEnv(database, { INGEST_FLUSH_MS: process.env.BENCH_HTTP_FLUSH_MS ?? '1' })
+  const env = serverEnv(database, { INGEST_FLUSH_MS: process.env.BENCH_HTTP_FLUSH_MS ?? '0' })
   const children: Child[] = []
   const start = async (name: string, argv: string[], childEnv: Record<string, string>) => {
     const child = await startServer(name, argv, childEnv)
@@ -45,7 +47,7 @@ export const httpFloor: Scenario = async (ctx: ScenarioContext) => {
     const bare = await measure('bare Bun.serve', await start('bare server', [BUN, 'bench/servers/bare-server.ts'], {}), '/readings', '/ping')
     const rungs = []
     for (const rung of RUNGS) {
-      const server = await start(rung.label, [BUN, 'bench/servers/floor-server.ts'], { FLOOR: rung.floor })
+      const server = await start(rung.label, [BUN, 'bench/servers/floor-server.ts'], { FLOOR: rung.floor, FLUSH_MS: env.INGEST_FLUSH_MS! })
       rungs.push(await measure(rung.label, server, '/readings', '/ping'))
       await server.stop()
     }

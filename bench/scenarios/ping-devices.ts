@@ -21,7 +21,7 @@ export const pingDevices: Scenario = async (ctx) => {
   const lanes = ctx.options.concurrency ?? DEFAULT_LANES
   const database = await freshDatabase('ping_devices')
   // As in http-layer: the group-commit wait would otherwise set the rate, not the HTTP layer.
-  const env = serverEnv(database, { INGEST_FLUSH_MS: process.env.BENCH_HTTP_FLUSH_MS ?? '1' })
+  const env = serverEnv(database, { INGEST_FLUSH_MS: process.env.BENCH_HTTP_FLUSH_MS ?? '0' })
   let ours: Child | undefined
   let bare: Child | undefined
   try {

@@ -49,6 +49,22 @@ describe('Batcher', () => {
     expect(order).toHaveLength(10)
   })
 
+  test('at flushMs 0 a batch is sealed at the end of the event loop turn: that turn\'s requests share one write, no timer', async () => {
+    const s = controllableStore()
+    const batcher = new Batcher(s.store, { maxBatch: 1000, flushMs: 0, maxQueued: 10_000, concurrency: 1, writeTimeoutMs: 1000 })
+    const first = [batcher.add(readings(5)), batcher.add(readings(5, 5))]
+    expect(s.writes).toBe(0)
+    // One setImmediate later (a timer, even of 0 ms, waits a millisecond): the seal queued first has run.
+    await settle()
+    expect(s.writes).toBe(1)
+    await Promise.all(first)
+    const second = batcher.add(readings(5, 10))
+    await settle()
+    expect(s.writes).toBe(2)
+    await second
+    expect(s.stored).toHaveLength(15)
+  })
+
   test('a full batch is written at once without waiting for the timer', async () => {
     const s = controllableStore()
     const batcher = new Batcher(s.store, { maxBatch: 100, flushMs: 60_000, maxQueued: 10_000, concurrency: 2, writeTimeoutMs: 1000 })
