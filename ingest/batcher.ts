@@ -1,6 +1,7 @@
 // Group commit (CONTRACT §7): readings from many requests gather in one batch; a batch is written to the store
-// in one call when it holds `maxBatch` readings or has waited `flushMs`; each request is answered only after
-// the write that holds its readings succeeded. Memory is bounded: past `maxQueued` readings waiting or in
+// in one call when it holds `maxBatch` readings, or has waited `flushMs` and a write slot is free (while every
+// slot is taken it goes on gathering); each request is answered only after the write that holds its readings
+// succeeded. Memory is bounded: past `maxQueued` readings waiting or in
 // flight, new requests are refused (503) instead of queued, and after a failed write the store gets a moment
 // to recover before more work is accepted.
 import type { Reading, ReadingsSink } from './stores/interface.ts'
@@ -50,6 +51,8 @@ export class Batcher {
   private queued = 0
   /** Cancels the pending seal of `current`, when one is scheduled. */
   private cancelSeal: (() => void) | undefined
+  /** A seal came due while every write slot was taken: `current` is sealed when a write finishes. */
+  private sealWhenFree = false
   private unhealthyUntil = 0
   private closing = false
   private idle: (() => void)[] = []
@@ -89,13 +92,22 @@ export class Batcher {
    * one at the end of the turn (bench/README.md, "Where the HTTP layer's CPU goes").
    */
   private scheduleSeal(): () => void {
-    const fire = () => { this.cancelSeal = undefined; this.seal() }
+    const fire = () => { this.cancelSeal = undefined; this.sealIfFree() }
     if (this.options.flushMs > 0) {
       const timer = setTimeout(fire, this.options.flushMs)
       return () => clearTimeout(timer)
     }
     const immediate = setImmediate(fire)
     return () => clearImmediate(immediate)
+  }
+
+  /**
+   * Seals `current` if a write can start now. Otherwise it goes on gathering readings until a write finishes, and
+   * is then written at once: one larger write rather than a queue of small ones (at flushMs 0, one per turn).
+   */
+  private sealIfFree() {
+    if (this.inFlight < this.options.concurrency) this.seal()
+    else this.sealWhenFree = true
   }
 
   private seal() {
@@ -137,6 +149,10 @@ export class Batcher {
       this.options.onFlush?.(batch.readings.length, (performance.now() - started) / 1000, ok)
       this.inFlight--
       this.queued -= batch.readings.length
+      if (this.sealWhenFree) {
+        this.sealWhenFree = false
+        this.seal()
+      }
       this.pump()
       if (this.queued === 0) for (const resolve of this.idle.splice(0)) resolve()
     }

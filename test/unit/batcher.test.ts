@@ -65,6 +65,25 @@ describe('Batcher', () => {
     expect(s.stored).toHaveLength(15)
   })
 
+  test('while every write slot is taken, the readings of later turns gather into one batch, written when a slot frees', async () => {
+    const s = controllableStore()
+    const batcher = new Batcher(s.store, { maxBatch: 1000, flushMs: 0, maxQueued: 10_000, concurrency: 1, writeTimeoutMs: 60_000 })
+    s.set('hold')
+    const first = batcher.add(readings(5))
+    await settle()
+    expect(s.writes).toBe(1)
+    // Two more turns, each with a request, while the first write is held: no write starts, none is queued.
+    const second = batcher.add(readings(5, 5))
+    await settle()
+    const third = batcher.add(readings(5, 10))
+    await settle()
+    expect(s.writes).toBe(1)
+    s.release()
+    await Promise.all([first, second, third])
+    expect(s.writes).toBe(2)
+    expect(s.stored).toHaveLength(15)
+  })
+
   test('a full batch is written at once without waiting for the timer', async () => {
     const s = controllableStore()
     const batcher = new Batcher(s.store, { maxBatch: 100, flushMs: 60_000, maxQueued: 10_000, concurrency: 2, writeTimeoutMs: 1000 })
