@@ -88,8 +88,9 @@ export class Batcher {
 
   /**
    * Seals `current` after `flushMs`, or, at 0, once this turn of the event loop has run every request it read: a
-   * timer is never shorter than a millisecond in Bun, and a timer-driven flush cost 3-4 µs more per request than
-   * one at the end of the turn (bench/README.md, "Where the HTTP layer's CPU goes").
+   * timer is never shorter than a millisecond in Bun, and a bare Bun.serve whose answers waited for a timer cost
+   * about 3 µs more per request than one whose answers waited for the end of the turn (14.5-16.4 against
+   * 12.6-13.2 µs; bench/README.md, "Where the HTTP layer's CPU goes").
    */
   private scheduleSeal(): () => void {
     const fire = () => { this.cancelSeal = undefined; this.sealIfFree() }

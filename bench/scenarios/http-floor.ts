@@ -1,6 +1,6 @@
 // Where the HTTP-layer cost comes from: the same two loads as http-layer, on a ladder of servers from a bare
 // Bun.serve to ours, each rung adding one thing (bench/servers/floor-server.ts):
-//   bare Bun.serve → + the seven CONTRACT headers → + answering after a 1 ms group commit's wait (nothing stored)
+//   bare Bun.serve → + the seven CONTRACT headers → + answering after a group commit's wait (nothing stored)
 //   → Elysia alone → Elysia + the headers → our app (discarding store).
 // Every rung is compared with the bare server measured in the same run. The rung "Elysia + the headers" does
 // no authentication, no validation and no storage: it is the floor under any app on this stack that keeps the

@@ -29,7 +29,7 @@ export const httpLayer: Scenario = async (ctx: ScenarioContext) => {
     // The flush wait is group commit's latency, not the HTTP layer's cost; the default (10 ms) holds every
     // request that long even with a store that answers at once, so lanes, not the server, would set the rate.
     // 0 writes each event-loop turn's readings together without waiting for more (ingest/batcher.ts); until
-    // 2026-11-28 this was 1 ms, the least a timer waits, which cost 3-4 µs more per request (bench/README.md).
+    // 2026-11-28 this was 1 ms, the least a timer waits, which cost about 3 µs more per request (bench/README.md).
     INGEST_FLUSH_MS: process.env.BENCH_HTTP_FLUSH_MS ?? '0',
   })
   let ours: Child | undefined
