@@ -144,8 +144,9 @@ async function answer(request: Request, state: RequestState, checks: Checks, han
   const responseCheck = checks.responses.get(answered.status)
   if (responseCheck && !responseCheck.Check(answered.body)) throw new ValidationError('response', responseCheck, answered.body, false)
   // Throws if the handler broke the route's declaration (a versioned record, an idempotent answer), as in the app.
-  deliverDeclaredHeaders({ request, response: answered.body, set: { status: answered.status, headers: state.headers } })
-  // A JSON body leaves as the app's mapResponse hook sends it (compressed past its threshold, compression.ts).
   const set = { status: answered.status, headers: state.headers }
-  return (answered.body === undefined ? undefined : jsonResponse(request, set, answered.body)) ?? new Response('', { status: answered.status, headers: state.headers })
+  deliverDeclaredHeaders({ request, response: answered.body, set })
+  // A JSON body leaves as the app's mapResponse hook sends it (compressed past its threshold, compression.ts).
+  const json = answered.body === undefined ? undefined : jsonResponse(request, set, answered.body)
+  return json ?? new Response('', { status: answered.status, headers: state.headers })
 }
