@@ -16,6 +16,9 @@ export const JSON_LIMITS = {
 } as const
 
 const QUOTE = 34, BACKSLASH = 92, OPEN_OBJECT = 123, CLOSE_OBJECT = 125, OPEN_ARRAY = 91, CLOSE_ARRAY = 93, COMMA = 44
+/** 1 for the characters the scan below acts on (a quote, braces, brackets, a comma), by char code up to '}'. */
+const STRUCTURAL = new Uint8Array(CLOSE_OBJECT + 1)
+for (const code of [QUOTE, OPEN_OBJECT, CLOSE_OBJECT, OPEN_ARRAY, CLOSE_ARRAY, COMMA]) STRUCTURAL[code] = 1
 
 function refuse(message: string): never {
   throw new ApiError('validation_failed', `The body is refused before validation: ${message}.`, { errors: [{ path: '/body', message }] })
@@ -29,11 +32,16 @@ function checkShape(text: string): void {
   // Item counts per open array; objects push -1 so commas inside them are not counted.
   const counts: number[] = []
   let depth = 0
-  for (let i = 0; i < text.length; i++) {
+  const length = text.length
+  for (let i = 0; i < length; i++) {
     const c = text.charCodeAt(i)
+    // Most characters (digits, letters, ':' and spaces) are none of the six: one table lookup passes them. Against
+    // the comparisons alone, a POST of 100 readings cost 1.8 µs less of its 71 (medians of 36 alternating pairs, two
+    // app versions in one process, 2026-11-28).
+    if (c > CLOSE_OBJECT || STRUCTURAL[c] === 0) continue
     if (c === QUOTE) {
       const start = i
-      for (i++; i < text.length; i++) {
+      for (i++; i < length; i++) {
         const s = text.charCodeAt(i)
         if (s === BACKSLASH) i++
         else if (s === QUOTE) break
