@@ -19,15 +19,21 @@ const number = (n: number) => (Number.isFinite(n) ? String(n) : n > 0 ? '+Inf' :
 
 interface Metric { render(): string | Promise<string> }
 
+export interface CounterSeries { inc(by?: number): void }
+export interface HistogramSeries { observe(value: number): void }
+
 class Counter implements Metric {
   private readonly values = new Map<string, { labels: Labels; value: number }>()
   constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[] = []) {}
 
   inc(labels: Labels = [], by = 1): void {
-    const key = labels.join('\u0001')
-    const entry = this.values.get(key)
-    if (entry) entry.value += by
-    else this.values.set(key, { labels: [...labels], value: by })
+    this.entry(labels).value += by
+  }
+
+  /** One label set's count, for a caller that counts it often: no label key is built per count. */
+  series(labels: Labels): CounterSeries {
+    const entry = this.entry(labels)
+    return { inc: (by = 1) => { entry.value += by } }
   }
 
   /** The current value for `labels` (0 if never counted). */
@@ -40,26 +46,49 @@ class Counter implements Metric {
     for (const { labels, value } of this.values.values()) lines.push(`${this.name}${labelText(this.labelNames, labels)} ${number(value)}`)
     return lines.join('\n')
   }
+
+  private entry(labels: Labels) {
+    const key = labels.join('\u0001')
+    let entry = this.values.get(key)
+    if (!entry) { entry = { labels: [...labels], value: 0 }; this.values.set(key, entry) }
+    return entry
+  }
 }
 
 class Histogram implements Metric {
-  private readonly series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>()
+  private readonly entries = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>()
   constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[], readonly buckets: readonly number[]) {}
 
   observe(labels: Labels, value: number): void {
+    this.observeInto(this.entry(labels), value)
+  }
+
+  /** One label set's histogram, for a caller that observes it often: no label key is built per observation. */
+  series(labels: Labels): HistogramSeries {
+    const entry = this.entry(labels)
+    return { observe: (value) => this.observeInto(entry, value) }
+  }
+
+  private entry(labels: Labels) {
     const key = labels.join('\u0001')
-    let entry = this.series.get(key)
-    if (!entry) { entry = { labels: [...labels], counts: new Array(this.buckets.length).fill(0), sum: 0, count: 0 }; this.series.set(key, entry) }
+    let entry = this.entries.get(key)
+    if (!entry) { entry = { labels: [...labels], counts: new Array<number>(this.buckets.length).fill(0), sum: 0, count: 0 }; this.entries.set(key, entry) }
+    return entry
+  }
+
+  private observeInto(entry: { counts: number[]; sum: number; count: number }, value: number) {
     // Counted in the first bucket that holds it; render() accumulates, as Prometheus buckets are cumulative.
-    const i = this.buckets.findIndex((upper) => value <= upper)
-    if (i !== -1) entry.counts[i]!++
+    const buckets = this.buckets
+    for (let i = 0; i < buckets.length; i++) {
+      if (value <= buckets[i]!) { entry.counts[i]!++; break }
+    }
     entry.sum += value
     entry.count++
   }
 
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`]
-    for (const { labels, counts, sum, count } of this.series.values()) {
+    for (const { labels, counts, sum, count } of this.entries.values()) {
       let cumulative = 0
       this.buckets.forEach((upper, i) => {
         cumulative += counts[i]!

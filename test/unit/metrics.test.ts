@@ -33,4 +33,32 @@ describe('metrics registry', () => {
     ].join('\n'))
     expect(requests.get(['/api/v1/animals', '200'])).toBe(2)
   })
+
+  test('a series handle counts into the same line as inc and observe with its labels', async () => {
+    const registry = new MetricsRegistry()
+    const requests = registry.counter('requests_total', 'Requests.', ['route', 'status'])
+    const latency = registry.histogram('duration_seconds', 'Time.', ['route'], [0.01, 0.1])
+    const ok = requests.series(['/ping', '204'])
+    ok.inc()
+    requests.inc(['/ping', '204'])
+    ok.inc(3)
+    const pings = latency.series(['/ping'])
+    pings.observe(0.005)
+    latency.observe(['/ping'], 0.05)
+    pings.observe(0.2)
+    expect(requests.get(['/ping', '204'])).toBe(5)
+    expect(await registry.render()).toBe([
+      '# HELP requests_total Requests.',
+      '# TYPE requests_total counter',
+      'requests_total{route="/ping",status="204"} 5',
+      '# HELP duration_seconds Time.',
+      '# TYPE duration_seconds histogram',
+      'duration_seconds_bucket{route="/ping",le="0.01"} 1',
+      'duration_seconds_bucket{route="/ping",le="0.1"} 2',
+      'duration_seconds_bucket{route="/ping",le="+Inf"} 3',
+      'duration_seconds_sum{route="/ping"} 0.255',
+      'duration_seconds_count{route="/ping"} 3',
+      '',
+    ].join('\n'))
+  })
 })
