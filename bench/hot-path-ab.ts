@@ -10,14 +10,16 @@
 // a figure for a change to our code, not a ratio against a bare server. `BENCH_AB_READINGS` sets the POST's
 // readings (10), `BENCH_AB_KIND` one of post or ping (both).
 import { accountAndToken, cleanRedis, freshDatabase, serverEnv } from './lib/setup.ts'
-import type { ReadingsStore } from '../ingest/stores/interface.ts'
+import { resolve } from 'node:path'
+import { discardingStore } from './servers/discarding-store.ts'
 
 const other = process.argv[2]
 if (!other) {
   console.error('usage: bun bench/hot-path-ab.ts <other checkout>   (A: that checkout, B: this one)')
   process.exit(2)
 }
-const ROOTS = { A: other.replace(/\/$/, ''), B: `${import.meta.dir}/..` }
+// Absolute: a relative path would be read against this file's folder by import().
+const ROOTS = { A: resolve(other), B: resolve(import.meta.dir, '..') }
 const READINGS = Number(process.env.BENCH_AB_READINGS || 10)
 const SEGMENT = Number(process.env.BENCH_AB_SEGMENT || 100)
 const PAIRS = Number(process.env.BENCH_AB_SEGMENTS || 40)
@@ -27,10 +29,6 @@ const KINDS = (process.env.BENCH_AB_KIND ? [process.env.BENCH_AB_KIND] : ['post'
 type Kind = 'post' | 'ping'
 type Handler = (request: Request) => Promise<Response>
 
-const discarding: ReadingsStore = {
-  kind: 'sql', rollupLevels: [], maintain: async () => ({ dropped: [], created: [] }),
-  async write() {}, async raw() { return [] }, async buckets() { return [] }, async latest() { return [] }, async ping() {}, async close() {},
-}
 const BASE = 'http://127.0.0.1/api/v1'
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
@@ -46,7 +44,7 @@ try {
     const { createApp } = await import(`${root}/src/app.ts`)
     const { loadConfig } = await import(`${root}/src/config.ts`)
     const { createDeps } = await import(`${root}/src/deps.ts`)
-    const deps = await createDeps(loadConfig(), { readings: () => discarding })
+    const deps = await createDeps(loadConfig(), { readings: () => discardingStore().store })
     const app = createApp(deps)
     const routes = app.config.serve.routes
     const created = await app.handle(new Request(`${BASE}/sensors/devices`, {

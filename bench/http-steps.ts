@@ -17,11 +17,11 @@ import { RouteTable } from '../src/http/route-table.ts'
 import { ulid } from '../src/ids.ts'
 import { parseBatch } from '../ingest/parse.ts'
 import type { DeviceInfo } from '../ingest/devices.ts'
-import type { ReadingsStore } from '../ingest/stores/interface.ts'
+import { discardingStore } from './servers/discarding-store.ts'
 
 const REQUESTS = 30_000
 const IN_FLIGHT = 64
-const discarding: ReadingsStore = { kind: 'sql', rollupLevels: [], maintain: async () => ({ dropped: [], created: [] }), async write() {}, async raw() { return [] }, async buckets() { return [] }, async latest() { return [] }, async ping() {}, async close() {} }
+const discarding = discardingStore().store
 const config = loadConfig({}, { dataDir: 'memory://', demo: false, logLevel: 'warn', ingestFlushMs: 1, deviceRateLimitPerMinute: 1_000_000_000 })
 const deps = await createDeps(config, { readings: () => discarding })
 const app = createApp(deps)

@@ -69,35 +69,31 @@ function toApiError(code: string | number, error: unknown, requestUrl: string): 
 }
 
 /**
- * Counts a request in the request counter and the latency histogram. Each label set's series is found through
- * Maps keyed by route, method and status, not by a label key joined for every request (the ingest hot path).
+ * The access log line and the request metrics, once the response has gone out. Each (route, method, status) keeps
+ * its counter and histogram series, found through Maps rather than a label key joined for every request (the ingest
+ * hot path: the ping cost 0.58 µs less, bench/README.md).
  */
-function requestMetrics(metrics: Deps['metrics']) {
+function requestRecorder(deps: Deps) {
   const byRoute = new Map<string, Map<string, { duration: HistogramSeries; byStatus: Map<number, CounterSeries> }>>()
-  return (method: string, route: string, status: number, seconds: number) => {
+  return (method: string, route: string, status: number, state: RequestState) => {
+    const seconds = (performance.now() - state.startedAt) / 1000
     let byMethod = byRoute.get(route)
     if (!byMethod) byRoute.set(route, (byMethod = new Map()))
     let series = byMethod.get(method)
-    if (!series) byMethod.set(method, (series = { duration: metrics.httpDuration.series([method, route]), byStatus: new Map() }))
+    if (!series) byMethod.set(method, (series = { duration: deps.metrics.httpDuration.series([method, route]), byStatus: new Map() }))
     let requests = series.byStatus.get(status)
-    if (!requests) series.byStatus.set(status, (requests = metrics.httpRequests.series([method, route, String(status)])))
+    if (!requests) series.byStatus.set(status, (requests = deps.metrics.httpRequests.series([method, route, String(status)])))
     requests.inc()
     series.duration.observe(seconds)
-  }
-}
-
-/** The access log line and the request metrics, once the response has gone out. */
-function recordRequest(deps: Deps, count: ReturnType<typeof requestMetrics>, method: string, route: string, status: number, state: RequestState) {
-  const seconds = (performance.now() - state.startedAt) / 1000
-  count(method, route, status, seconds)
-  if (deps.log.enabled('info')) {
-    // The key's id, never the key: the token itself (header, query or body) is never logged.
-    deps.log.info('request', { request_id: state.requestId, method, route, status, duration_ms: Math.round(seconds * 10_000) / 10, key_id: state.principal?.keyId })
+    if (deps.log.enabled('info')) {
+      // The key's id, never the key: the token itself (header, query or body) is never logged.
+      deps.log.info('request', { request_id: state.requestId, method, route, status, duration_ms: Math.round(seconds * 10_000) / 10, key_id: state.principal?.keyId })
+    }
   }
 }
 
 export function createApp(deps: Deps) {
-  const countRequest = requestMetrics(deps.metrics)
+  const recordRequest = requestRecorder(deps)
   let routeTable: RouteTable | undefined
   const cors = deps.config.corsOrigins ? createCors(deps.config.corsOrigins) : undefined
   const pipeline = createPipeline({
@@ -117,7 +113,7 @@ export function createApp(deps: Deps) {
     pipeline,
     routes: () => (app as AnyElysia).routes as unknown as DeclaredRoute[],
     errorResponse,
-    record: (method, route, status, state) => recordRequest(deps, countRequest, method, route, status, state),
+    record: recordRequest,
     fallback: (request): Response | Promise<Response> => (app as AnyElysia).fetch(request),
   }, ingestHotHandlers(deps, pipeline))
   const health = new BackendHealth({ ...deps, lagBoundMs: (deps.config.ingestLog?.lagBoundSeconds ?? 30) * 1000 })
@@ -180,7 +176,7 @@ export function createApp(deps: Deps) {
       // A HEAD is logged once, by the GET that answered it (under its route, as HEAD).
       if (state.answeredAsGet) return
       const status = state.errorStatus ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200)
-      recordRequest(deps, countRequest, state.method ?? request.method, routeLabel(route), status, state)
+      recordRequest(state.method ?? request.method, routeLabel(route), status, state)
     })
     .use(platformModule(deps, health))
     .use(metricsModule(deps, health))

@@ -5,24 +5,12 @@
 import { createApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createDeps } from '../../src/deps.ts'
-import type { ReadingsStore } from '../../ingest/stores/interface.ts'
+import { discardingStore } from './discarding-store.ts'
 
-let written = 0
-let batches = 0
-const discarding: ReadingsStore = {
-  kind: 'sql',
-  rollupLevels: [],
-  maintain: async () => ({ dropped: [], created: [] }),
-  async write(readings) { written += readings.length; batches++ },
-  async raw() { return [] },
-  async buckets() { return [] },
-  async latest() { return [] },
-  async ping() {},
-  async close() {},
-}
+const { store, discarded } = discardingStore()
 
 const config = loadConfig()
-const deps = await createDeps(config, { readings: () => discarding })
+const deps = await createDeps(config, { readings: () => store })
 const app = createApp(deps)
 app.listen({ port: config.port, hostname: config.host, reusePort: false })
 console.log(`listening on http://${config.host}:${app.server!.port}/api/v1 (${deps.database.kind}, ${deps.shared.kind} store, discarding readings)`)
@@ -30,7 +18,7 @@ console.log(`listening on http://${config.host}:${app.server!.port}/api/v1 (${de
 const shutdown = async () => {
   await app.server!.stop(false)
   await deps.close()
-  console.log(`discarded ${written} readings in ${batches} batches`)
+  console.log(`discarded ${discarded.readings} readings in ${discarded.batches} batches`)
   process.exit(0)
 }
 process.on('SIGTERM', () => void shutdown())
