@@ -91,6 +91,8 @@ const CONNECT_PATIENCE_MS = 10_000
 const CONNECT_DEVICE_READS = 6
 
 const TOPIC = /^devices\/([^/]+)\/(readings|ping|config|errors)$/
+/** The topics devices publish to (their own, checked by authorizePublish before anything is stored). */
+const DEVICE_PUBLISH_TOPIC = /^devices\/[^/]+\/(readings|ping)$/
 
 /**
  * The receipts a session keeps (per packet id, most recent first out): a device resends what was in flight when
@@ -159,6 +161,18 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
     const subscriptions = await subscriptionsByClient(client)
     const qos2InFlight = [...(receipts.get(client.id)?.values() ?? [])].some((receipt) => receipt.qos === 2)
     return subscriptions.length === 0 && qos2InFlight ? [{ topic: SESSION_MARKER_TOPIC, qos: 0 }] : subscriptions
+  }
+  // A device's readings and pings are stored (authorizePublish), never delivered: no one may subscribe to them
+  // (authorizeSubscribe), so aedes' delivery of each one (a copy of the packet, the offline queues' and the
+  // subscribers' topic matching, the 'publish' event) finds nobody, and is skipped. Its own publishes (configuration,
+  // errors) and subscription notices are delivered as before.
+  // (aedes' typings give publish(packet, done); inside, it is publish(packet, client, done) as well.)
+  type Publish = (packet: PublishPacket, client: Client | null | ((error?: Error) => void), done?: (error?: Error) => void) => void
+  const internal = broker as unknown as { publish: Publish }
+  const deliver = internal.publish.bind(broker)
+  internal.publish = (packet, client, done) => {
+    if (client && typeof client !== 'function' && sessions.has(client) && DEVICE_PUBLISH_TOPIC.test(packet.topic)) return done?.()
+    return deliver(packet, client, done)
   }
   /** A session's state ends: a clean session's connection closed, an MQTT 5 session expired, or Clean Start. */
   const forget = (sessionId: string) => { receipts.delete(sessionId) }

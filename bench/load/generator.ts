@@ -12,7 +12,7 @@
 // It prints `mark start` and `mark end` on stdout when the measured window opens and closes (the parent samples
 // the server's CPU then), and one `result {json}` line at the end.
 
-import mqtt, { type MqttClient } from 'mqtt'
+import { connectDevice, type WireConnection } from '../lib/mqtt-wire.ts'
 
 export type BodySpec =
   | { kind: 'none' }
@@ -274,13 +274,11 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
   }
 
   /** One MQTT connection per lane, made on its first publish (during the warm-up). */
-  const connections = new Map<number, Promise<MqttClient>>()
-  function connectionOf(lane: number): Promise<MqttClient> {
+  const connections = new Map<number, Promise<WireConnection>>()
+  function connectionOf(lane: number): Promise<WireConnection> {
     let connection = connections.get(lane)
     if (!connection) {
-      const key = config.keys[lane % keyCount]!
-      const client = mqtt.connect(config.mqtt!.url, { protocolVersion: 5, username: 'bench', password: key, reconnectPeriod: 0 })
-      connection = new Promise((resolve, reject) => { client.once('connect', () => resolve(client)); client.once('error', reject) })
+      connection = connectDevice(config.mqtt!.url, `lane${lane}`, config.keys[lane % keyCount]!)
       connections.set(lane, connection)
     }
     return connection
@@ -290,8 +288,10 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
     const deviceId = config.mqtt!.deviceIds[lane % keyCount]!
     let status = 'puback'
     try {
-      const client = await connectionOf(lane)
-      await client.publishAsync(`devices/${deviceId}/readings`, init.body as string, { qos: 1 })
+      const connection = await connectionOf(lane)
+      const code = await connection.publish(`devices/${deviceId}/readings`, init.body as string)
+      // MQTT 5: a reason code of 0x80 or more refuses the publish (-1: the connection closed first).
+      if (code < 0 || code >= 0x80) { status = 'error'; firstError ??= `PUBACK reason code ${code}` }
     } catch (error) {
       status = 'error'
       firstError ??= String(error)
@@ -342,7 +342,7 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
   clearTimeout(windowTimer)
   clearTimeout(endTimer)
   if (!cpuEnd) cpuEnd = cpuAt()
-  for (const connection of connections.values()) void connection.then((client) => client.end(true), () => {})
+  for (const connection of connections.values()) void connection.then((client) => client.close(), () => {})
 
   const timeline: GeneratorResult['timeline'] = []
   for (let second = 0; second < Math.ceil(config.durationMs / 1000); second++) {
