@@ -9,8 +9,9 @@
 // pair. What it measures is the hot routes' JavaScript plus making each Request and Response, not the HTTP server:
 // a figure for a change to our code, not a ratio against a bare server. `BENCH_AB_READINGS` sets the POST's
 // readings (10), `BENCH_AB_KIND` one of post, ping or mqtt (all three). mqtt: each side's MQTT listener on a
-// loopback port, 64 devices on connections of our own (bench/lib/mqtt-wire.ts, the load generator's client) publishing the
-// POST's body at QoS 1, one publish in flight each; the client's CPU is in the figure, the same on both sides.
+// loopback port, 64 devices on connections of our own (bench/lib/mqtt-wire.ts, the load generator's client)
+// publishing the POST's body at QoS 1, one publish in flight each; the client's CPU and both ends' socket writes
+// are in the figure, the same on both sides.
 import { accountAndToken, cleanRedis, freshDatabase, serverEnv } from './lib/setup.ts'
 import { resolve } from 'node:path'
 import { discardingStore } from './servers/discarding-store.ts'
