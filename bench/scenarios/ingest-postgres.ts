@@ -58,16 +58,31 @@ export async function driveIngest(
   ctx.log(`${label}: ${lanes} devices ${over === 'mqtt' ? 'publishing (MQTT, QoS 1)' : 'posting'} ${perRequest} readings per request, closed loop…`)
   // WORKERS > 1: the server pid is the supervisor; its workers are its children.
   const serverPids = () => [server.pid, ...childrenOf(server.pid)]
-  const load = await runLoad({
-    url: `${server.baseUrl}/api/v1/sensors/readings`, method: 'POST', lanes,
-    warmupMs: ctx.warmupSeconds * 1000, durationMs: ctx.seconds * 1000, mode: 'closed', drainMs: 20_000,
-    body: { kind: 'readings', perRequest, channels: CHANNELS, tsBase },
-    keys: devices.map((d) => d.key), auth: 'header', countAccepted: true,
-    mqtt: over === 'mqtt' ? { url: `mqtt://127.0.0.1:${env.MQTT_PORT}`, deviceIds: devices.map((d) => d.id) } : undefined,
-  }, ctx.generators, { server: serverPids, ...watch })
+  const run = { lanes, perRequest, accountId, deviceIds: devices.map((d) => d.id), keys: devices.map((d) => d.key), tsBase, server }
+  const load = await closedLoop(ctx, run, tsBase, watch, over, env.MQTT_PORT)
   const peak = Math.max(...serverPids().map(peakRssMiB))
+  return { ...run, load, peakRssMiB: peak }
+}
+
+/**
+ * The closed loop of driveIngest on a server it started: every device posting (or publishing) at full speed,
+ * readings from `tsBase` on (another round on the same devices takes other time slots, or its readings would
+ * replace the earlier ones).
+ */
+export async function closedLoop(
+  ctx: ScenarioContext, run: Omit<IngestRun, 'load' | 'peakRssMiB'>, tsBase: number, watch: Record<string, () => number[]>,
+  over: 'http' | 'mqtt' = 'http', mqttPort?: string,
+): Promise<LoadResult> {
+  const { server } = run
+  const load = await runLoad({
+    url: `${server.baseUrl}/api/v1/sensors/readings`, method: 'POST', lanes: run.lanes,
+    warmupMs: ctx.warmupSeconds * 1000, durationMs: ctx.seconds * 1000, mode: 'closed', drainMs: 20_000,
+    body: { kind: 'readings', perRequest: run.perRequest, channels: CHANNELS, tsBase },
+    keys: run.keys, auth: 'header', countAccepted: true,
+    mqtt: over === 'mqtt' ? { url: `mqtt://127.0.0.1:${mqttPort}`, deviceIds: run.deviceIds } : undefined,
+  }, ctx.generators, { server: () => [server.pid, ...childrenOf(server.pid)], ...watch })
   check(load, over === 'mqtt' ? 'puback' : 202)
-  return { load, lanes, perRequest, accountId, deviceIds: devices.map((d) => d.id), keys: devices.map((d) => d.key), tsBase, peakRssMiB: peak, server }
+  return load
 }
 
 /**
