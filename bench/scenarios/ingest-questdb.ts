@@ -117,8 +117,13 @@ export const ingestQuestdb: Scenario = async (ctx) => {
 
 /** Rounds of the InfluxDB comparison: ours (the first is the scenario's main run) and InfluxDB's, taking turns. */
 const PEER_ROUNDS = 3
-/** Each further round of ours takes time slots this much earlier than the one before (a round spans seconds). */
-const ROUND_SLOTS_MS = 3 * 3_600_000
+/**
+ * Each further round of ours takes time slots this much later than the one before (a round spans seconds of them;
+ * the half-rate run's start an hour later). Later, not earlier: rows older than the table's newest are merged into
+ * its partition by QuestDB (out of order), rewriting the rows after them, which cost a round's QuestDB many times
+ * the CPU of one written in order.
+ */
+const ROUND_SLOTS_MS = 10 * 60_000
 
 interface PeerRounds { ours: LoadResult[]; influx: LoadResult[]; stored: number }
 
@@ -140,7 +145,7 @@ async function influxRounds(ctx: Parameters<Scenario>[0], run: IngestRun, table:
   try {
     let ourTotal = run.load.totalReadings
     for (let round = 0; round < PEER_ROUNDS; round++) {
-      const tsBase = run.tsBase - round * ROUND_SLOTS_MS
+      const tsBase = run.tsBase + round * ROUND_SLOTS_MS
       if (round > 0) {
         ctx.log(`${NAME}: InfluxDB comparison, our round ${round + 1} of ${PEER_ROUNDS}…`)
         const load = await closedLoop(ctx, run, tsBase, { questdb: questdbJava })
