@@ -2,10 +2,10 @@
 // on a Bun socket. What it costs per publish is encoding one packet, a write, and a few bytes parsed, as fetch costs
 // the HTTP generator about a request's bytes: the side of the loop that is not being measured stays small.
 // MQTT.js, the generator before, cost more CPU per publish than fetch per request, taken from the server's share of
-// this 2-core box (ingest-mqtt's notes, generator cores ÷ publishes/s, QuestDB store): 172 against 121 µs on
-// 2026-11-28's slow morning; 79–83 against 70–73 µs that evening, when this client took 64–66. Not a general
-// client: packets other than CONNACK and PUBACK are skipped (a bench device subscribes to nothing). The tests use
-// real clients (MQTT.js, mosquitto_pub).
+// this 2-core box (ingest-mqtt's notes, generator cores ÷ publishes/s, QuestDB store): 172 against 121 µs in a run
+// at 15:51 UTC on 2026-11-28, when the box ran at half speed; 79–83 against 70–73 µs that evening, when this client
+// took 64–66. Not a general client: packets other than CONNACK and PUBACK are skipped (a bench device subscribes to
+// nothing). The tests use real clients (MQTT.js, mosquitto_pub).
 import type { Socket } from 'bun'
 
 const encoder = new TextEncoder()
@@ -64,7 +64,7 @@ export async function connectDevice(url: string, clientId: string, key: string):
   const inFlight = new Map<number, (code: number) => void>()
   let lastId = 0
   /** What the socket did not take yet (a write returns the bytes it took); written on drain, before anything new. */
-  let unsent: Uint8Array[] = []
+  const unsent: Uint8Array[] = []
   const flush = () => {
     while (unsent.length) {
       const bytes = unsent[0]!
