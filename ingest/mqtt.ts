@@ -41,6 +41,7 @@ import type { RateLimiter } from '../src/http/rate-limit.ts'
 import { AUTH_CHANNEL, DEVICE_CHANNEL } from '../src/kv/channels.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
 import type { Logger } from '../src/log.ts'
+import type { CounterSeries } from '../src/metrics.ts'
 import type { Metrics } from '../src/observability.ts'
 import { planHasAccess, rateLimitFor } from '../src/plans.ts'
 import type { PlatformStatusSource } from '../src/platform.ts'
@@ -143,7 +144,7 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
   const broker = await Aedes.createBroker({ maximumPacketSize: MQTT_MAX_PACKET_BYTES, heartbeatInterval: 60_000 })
   const refuse = (reason: Refusal) => metrics.mqttRefusals.inc([reason])
   /** The count of stored publishes by QoS, each taken at its first count (one per publish: no label key built). */
-  const storedPublishes: ReturnType<Metrics['mqttPublishes']['series']>[] = []
+  const storedPublishes: CounterSeries[] = []
   const brokerClients = (broker as unknown as { clients: Record<string, Client | undefined> }).clients
 
   // The in-memory persistence, watched at two points: PUBREL ends a QoS 2 receipt, and a persistent session with a

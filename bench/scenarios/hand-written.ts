@@ -7,7 +7,7 @@
 // round's p99 is its slowest 1% (about a dozen pages in a 5 s window) and moved more than the ratio's target band
 // between identical runs: the hand-written server's own went from 16 to 105 ms in five runs of one sitting
 // (2026-11-27), so a single round said more about that window's hiccups than about either server.
-import { planStatsOf, runLoad, type LoadResult } from '../lib/load.ts'
+import { medianBy, planStatsOf, runLoad, type LoadResult } from '../lib/load.ts'
 import { BUN, peakRssMiB, startServer, type Child } from '../lib/processes.ts'
 import { ANIMAL_MARKER, API, checkPlan, countRows, cpuNote, lanesOf, ms, onRecordsServer, pageSizeOf, runPlan, walkList } from '../lib/records.ts'
 import { line, needsLocalServer, type Scenario, type ScenarioContext } from '../lib/report.ts'
@@ -26,10 +26,8 @@ function pacedPages(ctx: ScenarioContext, baseUrl: string, token: string, path: 
   }, ctx.generators, { server: () => [server.pid] })
 }
 
-/** The round whose p99 is the median of the rounds' (the lower middle one for an even count). */
-function medianRound(rounds: LoadResult[]): LoadResult {
-  return [...rounds].sort((a, b) => a.latency.p99 - b.latency.p99)[Math.floor((rounds.length - 1) / 2)]!
-}
+/** A round's p99: the first page's rounds are compared by their median one. */
+const p99 = (round: LoadResult) => round.latency.p99
 
 export const handWritten: Scenario = async (ctx) => {
   if (ctx.options.target) return needsLocalServer()
@@ -73,7 +71,7 @@ export const handWritten: Scenario = async (ctx) => {
         oursRounds.push(await pacedPages(ctx, api.baseUrl, api.token, path, rate, server))
         handRounds.push(await pacedPages(ctx, hand.baseUrl, api.token, path, rate, hand))
       }
-      const [oursPaced, handPaced] = [medianRound(oursRounds), medianRound(handRounds)]
+      const [oursPaced, handPaced] = [medianBy(oursRounds, p99), medianBy(handRounds, p99)]
       const p99s = (rounds: LoadResult[]) => rounds.map((r) => ms(r.latency.p99)).join(', ')
       const rss = peakRssMiB(server.pid)
       const pg = (load: typeof oursWalk) => `postgres ${load.watched.postgres!.toFixed(2)} cores`

@@ -4,7 +4,7 @@
 // `bare-headers`, bench/servers/floor-server.ts): CPU per request does not depend on whether the generator, which
 // shares the two cores, kept up. The bare Bun.serve without headers (bench/servers/bare-server.ts) stays as
 // information, by requests per second. Same generator, same bodies, same lanes, one after the other.
-import { runLoad, statsOf, type LoadResult } from '../lib/load.ts'
+import { medianBy, runLoad, statsOf, type LoadResult } from '../lib/load.ts'
 import { BUN, ourServer, peakRssMiB, startServer, type Child } from '../lib/processes.ts'
 import { line, needsLocalServer, type Scenario, type ScenarioContext } from '../lib/report.ts'
 import { accountAndToken, cleanRedis, createDevices, freshDatabase, serverEnv } from '../lib/setup.ts'
@@ -90,11 +90,6 @@ export const httpLayer: Scenario = async (ctx: ScenarioContext) => {
     await database.drop()
     await cleanRedis(env.REDIS_PREFIX!)
   }
-}
-
-/** The run whose `value` is the median of the runs' (the lower middle one for an even count). */
-function medianBy(runs: LoadResult[], value: (run: LoadResult) => number): LoadResult {
-  return [...runs].sort((a, b) => value(a) - value(b))[Math.floor((runs.length - 1) / 2)]!
 }
 
 /** Server CPU seconds per answered request, in µs: it does not depend on whether the generator kept up. */

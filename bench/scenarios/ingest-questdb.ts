@@ -18,7 +18,7 @@ import {
   tableStats, waitForCount, type RawResult, type SenderResult,
 } from '../lib/questdb.ts'
 import { INFLUXD, startInflux } from '../lib/influx.ts'
-import { runLoad, statsOf, type LoadResult } from '../lib/load.ts'
+import { medianBy, runLoad, statsOf, type LoadResult } from '../lib/load.ts'
 import { line, needsLocalServer, type Line, type Scenario } from '../lib/report.ts'
 import { loadConfig } from '../../src/config.ts'
 import { cleanRedis, freshDatabase, metricOf, serverEnv } from '../lib/setup.ts'
@@ -172,13 +172,12 @@ async function influxRounds(ctx: Parameters<Scenario>[0], run: IngestRun, table:
 
 /** ÷ InfluxDB: the median round of each side (ours: the main run and the further rounds). */
 function peerLine(main: LoadResult, peer: PeerRounds): Line {
-  const ours = [main, ...peer.ours].map((load) => load.readingsPerSecond)
-  const theirs = peer.influx.map((load) => load.readingsPerSecond)
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
-  const middle = peer.influx.find((load) => load.readingsPerSecond === median(theirs))!
+  const oursRounds = [main, ...peer.ours]
+  const rate = (load: LoadResult) => load.readingsPerSecond
+  const middle = medianBy(peer.influx, rate)
   const sent = peer.influx.reduce((sum, load) => sum + load.totalReadings, 0)
-  const rounds = ours.map((value, i) => `${(value / 1000).toFixed(0)}k / ${(theirs[i]! / 1000).toFixed(0)}k`).join(', ')
-  return line(NAME, 'readings/s via API ÷ InfluxDB 1.6 /write (same generator, line protocol)', median(ours), median(theirs), 'rows/s', undefined, 'target',
-    `information (no target): median of ${ours.length} rounds taking turns, ours / InfluxDB ${rounds} readings/s; ${peer.stored} of ${sent} readings InfluxDB was sent countable afterwards; its median round: 204 to ${middle.okRequests} requests in the window, influxd ${middle.watched.influx!.toFixed(2)} cores, generator ${middle.cpu.toFixed(2)}, others ${middle.others.toFixed(2)}, p99 ${middle.latency.p99.toFixed(1)} ms`,
+  const rounds = oursRounds.map((load, i) => `${(rate(load) / 1000).toFixed(0)}k / ${(rate(peer.influx[i]!) / 1000).toFixed(0)}k`).join(', ')
+  return line(NAME, 'readings/s via API ÷ InfluxDB 1.6 /write (same generator, line protocol)', rate(medianBy(oursRounds, rate)), rate(middle), 'rows/s', undefined, 'target',
+    `information (no target): median of ${oursRounds.length} rounds taking turns, ours / InfluxDB ${rounds} readings/s; ${peer.stored} of ${sent} readings InfluxDB was sent countable afterwards; its median round: 204 to ${middle.okRequests} requests in the window, influxd ${middle.watched.influx!.toFixed(2)} cores, generator ${middle.cpu.toFixed(2)}, others ${middle.others.toFixed(2)}, p99 ${middle.latency.p99.toFixed(1)} ms`,
     statsOf(middle, 204))
 }
