@@ -35,12 +35,25 @@ export function freePort(): number {
   throw new Error('no free port found between 20000 and 32000')
 }
 
+/** One stop-the-world pause of the child's garbage collector, stamped when its line reached us. */
+export interface GcPause { at: number; ms: number }
+
+/**
+ * Set in a child's env, JavaScriptCore logs every collection on stderr: its kind, the heap's size, and each pause
+ * of the program ("p=…ms"). startServer keeps those lines out of the output and the pauses in gcPauses().
+ */
+export const GC_LOG_ENV = { BUN_JSC_logGC: '1' }
+const GC_LINE = /^\[GC<|^GC END!|^Requesting GC /
+const GC_PAUSE = / p=([\d.]+)ms/
+
 export interface Child {
   proc: ReturnType<typeof Bun.spawn>
   pid: number
   port: number
   baseUrl: string
   output(): string
+  /** Empty unless the child ran with GC_LOG_ENV. */
+  gcPauses(): readonly GcPause[]
   stop(signal?: NodeJS.Signals): Promise<number>
 }
 
@@ -53,11 +66,18 @@ export async function startServer(name: string, argv: string[], env: Record<stri
     stdout: 'pipe', stderr: 'pipe',
   })
   let out = ''
+  const gcPauses: GcPause[] = []
   const collect = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder()
     for await (const chunk of stream) out += decoder.decode(chunk)
   }
-  const pumps = Promise.all([collect(proc.stdout as ReadableStream<Uint8Array>), collect(proc.stderr as ReadableStream<Uint8Array>)])
+  const collectGcLog = (stream: ReadableStream<Uint8Array>) => forEachLine(stream, (line) => {
+    if (!GC_LINE.test(line)) { out += line + '\n'; return }
+    const pause = GC_PAUSE.exec(line)
+    if (pause) gcPauses.push({ at: Date.now(), ms: Number(pause[1]) })
+  })
+  const stderr = proc.stderr as ReadableStream<Uint8Array>
+  const pumps = Promise.all([collect(proc.stdout as ReadableStream<Uint8Array>), env.BUN_JSC_logGC ? collectGcLog(stderr) : collect(stderr)])
   const deadline = Date.now() + timeoutMs
   while (!out.includes(readyText)) {
     if (proc.exitCode !== null) throw new Error(`${name} exited with ${proc.exitCode}: ${out}`)
@@ -67,6 +87,7 @@ export async function startServer(name: string, argv: string[], env: Record<stri
   return {
     proc, pid: proc.pid, port, baseUrl: `http://127.0.0.1:${port}`,
     output: () => out,
+    gcPauses: () => gcPauses,
     async stop(signal = 'SIGTERM') {
       if (proc.exitCode === null) proc.kill(signal)
       const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000)

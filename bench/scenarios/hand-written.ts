@@ -7,8 +7,10 @@
 // round's p99 is its slowest 1% (about a dozen pages in a 5 s window) and moved more than the ratio's target band
 // between identical runs: the hand-written server's own went from 16 to 105 ms in five runs of one sitting
 // (2026-11-27), so a single round said more about that window's hiccups than about either server.
+// Both servers run with JavaScriptCore's GC log (GC_LOG_ENV), and the p99 line gives each one's collector pauses
+// within its paced rounds: a page that arrives during a pause waits it out.
 import { medianBy, planStatsOf, runLoad, type LoadResult } from '../lib/load.ts'
-import { BUN, peakRssMiB, startServer, type Child } from '../lib/processes.ts'
+import { BUN, GC_LOG_ENV, peakRssMiB, startServer, type Child } from '../lib/processes.ts'
 import { ANIMAL_MARKER, API, checkPlan, countRows, cpuNote, lanesOf, ms, onRecordsServer, pageSizeOf, runPlan, walkList } from '../lib/records.ts'
 import { line, needsLocalServer, type Scenario, type ScenarioContext } from '../lib/report.ts'
 import type { PlanStep } from '../load/generator.ts'
@@ -26,6 +28,12 @@ function pacedPages(ctx: ScenarioContext, baseUrl: string, token: string, path: 
   }, ctx.generators, { server: () => [server.pid] })
 }
 
+/** A server's GC pauses while its rounds ran (the windows, from and to in ms since the epoch). */
+function pausesDuring(server: Child, windows: readonly (readonly [number, number])[]) {
+  const pauses = server.gcPauses().filter(({ at }) => windows.some(([from, to]) => at >= from && at <= to)).map((p) => p.ms)
+  return { count: pauses.length, totalMs: pauses.reduce((sum, ms) => sum + ms, 0), longestMs: Math.max(0, ...pauses) }
+}
+
 /** A round's p99: the first page's rounds are compared by their median one. */
 const p99 = (round: LoadResult) => round.latency.p99
 
@@ -37,9 +45,9 @@ export const handWritten: Scenario = async (ctx) => {
   const path = `${API}/animals?limit=${pageSize}`
   const walk: PlanStep[] = [{ name: 'page', method: 'GET', path, walk: { itemMarker: ANIMAL_MARKER } }]
 
-  return onRecordsServer(ctx, NAME, { demo: true, bare: false }, async ({ api, local }) => {
+  return onRecordsServer(ctx, NAME, { demo: true, bare: false, env: GC_LOG_ENV }, async ({ api, local }) => {
     const { database, server, accountId } = local!
-    const hand = await startServer('hand-written server', [BUN, 'bench/servers/hand-written.ts'], { DATABASE_URL: database.url })
+    const hand = await startServer('hand-written server', [BUN, 'bench/servers/hand-written.ts'], { DATABASE_URL: database.url, ...GC_LOG_ENV })
     try {
       const handApi = { baseUrl: hand.baseUrl, token: api.token }
       // Same bytes: every page of the walk, cursors included (request ids and dates in headers aside).
@@ -67,10 +75,18 @@ export const handWritten: Scenario = async (ctx) => {
       ctx.log(`${NAME}: a page at ${rate}/s (half our walk's rate), open loop, ours then hand-written…`)
       const oursRounds: LoadResult[] = []
       const handRounds: LoadResult[] = []
+      const oursWindows: [number, number][] = []
+      const handWindows: [number, number][] = []
       for (let round = 0; round < PACED_ROUNDS; round++) {
+        let from = Date.now()
         oursRounds.push(await pacedPages(ctx, api.baseUrl, api.token, path, rate, server))
+        oursWindows.push([from, Date.now()])
+        from = Date.now()
         handRounds.push(await pacedPages(ctx, hand.baseUrl, api.token, path, rate, hand))
+        handWindows.push([from, Date.now()])
       }
+      const [oursGc, handGc] = [pausesDuring(server, oursWindows), pausesDuring(hand, handWindows)]
+      const gcNote = (gc: typeof oursGc) => `${gc.count} pauses, ${ms(gc.totalMs)} in all, longest ${ms(gc.longestMs)}`
       const [oursPaced, handPaced] = [medianBy(oursRounds, p99), medianBy(handRounds, p99)]
       const p99s = (rounds: LoadResult[]) => rounds.map((r) => ms(r.latency.p99)).join(', ')
       const rss = peakRssMiB(server.pid)
@@ -84,9 +100,9 @@ export const handWritten: Scenario = async (ctx) => {
           line(NAME, `POST /activities writes/s (Idempotency-Key, ${writeLanes} lanes, 10% replays) ÷ hand-written`, ourWrites, handWrites, 'writes/s', 0.5, 'target',
             `${written} activities stored = ${acknowledged} keys acknowledged over both servers; ${cpuNote(oursWrite, handWrite)}; ${pg(oursWrite)} / ${pg(handWrite)}; p99 ${ms(oursWrite.latency.p99)} / ${ms(handWrite.latency.p99)}`, planStatsOf(oursWrite, rss)),
           line(NAME, `GET /animals first page at ${rate}/s (half the walk's max), median of ${PACED_ROUNDS} rounds' p99, ms ÷ hand-written`, oursPaced.latency.p99, handPaced.latency.p99, 'ms', undefined, 'target',
-            `open loop, latency from the scheduled send, rounds taking turns; p99 by round ${p99s(oursRounds)} / ${p99s(handRounds)}; the median rounds: p50 ${ms(oursPaced.latency.p50)} / ${ms(handPaced.latency.p50)}, ${cpuNote(oursPaced, handPaced)}`),
+            `open loop, latency from the scheduled send, rounds taking turns; p99 by round ${p99s(oursRounds)} / ${p99s(handRounds)}; the median rounds: p50 ${ms(oursPaced.latency.p50)} / ${ms(handPaced.latency.p50)}, ${cpuNote(oursPaced, handPaced)}; GC in the rounds (JavaScriptCore's log) ${gcNote(oursGc)} / ${gcNote(handGc)}`),
         ],
-        details: { pageSize, walkLanes, writeLanes, oursWalk, handWalk: handWalkLoad, oursWrite, handWrite, rate, oursPaced: oursRounds, handPaced: handRounds, oursPeakRssMiB: rss },
+        details: { pageSize, walkLanes, writeLanes, oursWalk, handWalk: handWalkLoad, oursWrite, handWrite, rate, oursPaced: oursRounds, handPaced: handRounds, oursGc, handGc, oursPeakRssMiB: rss },
       }
     } finally {
       await hand.stop()
