@@ -68,7 +68,7 @@ export async function createIngest(deps: IngestDeps): Promise<Ingest> {
     now: deps.clock,
   })
   const writer = log && config.ingestLog!.writer
-    ? new LogWriter(log, deps.readings, { maxReadings: config.ingestBatchSize, flushMs: config.ingestFlushMs, concurrency: config.ingestFlushConcurrency, writeTimeoutMs: config.ingestWriteTimeoutMs, onWritten: deps.onWritten }, deps)
+    ? new LogWriter(log, deps.readings, { maxReadings: config.ingestLog!.writerBatchSize, flushMs: config.ingestLog!.writerFlushMs, concurrency: config.ingestFlushConcurrency, writeTimeoutMs: config.ingestWriteTimeoutMs, onWritten: deps.onWritten }, deps)
     : undefined
   await writer?.start()
   // The processes that write to the store look after it: without the log every server process, with it the writers.

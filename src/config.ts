@@ -171,6 +171,13 @@ export interface IngestLogConfig {
   readonly maxBytes: number
   /** Run a writer in this process (server processes do by default; `npm run writer` runs one alone). */
   readonly writer: boolean
+  /**
+   * A writer's store writes: up to this many readings, gathered for up to this long. Larger and fewer than the
+   * direct path's group commits, since no device waits for them (their acknowledgement came from the log): QuestDB
+   * merges each transaction into the partition's tail, so fewer transactions cost it less CPU per row.
+   */
+  readonly writerBatchSize: number
+  readonly writerFlushMs: number
   /** A message not acknowledged by its writer this long after delivery goes to another writer. */
   readonly ackWaitSeconds: number
   /** Status and readiness report degraded while readings wait longer than this to become visible. */
@@ -217,6 +224,8 @@ function ingestLog(env: Record<string, string | undefined>): IngestLogConfig | u
     maxAgeSeconds: int(env, 'INGEST_LOG_MAX_AGE_SECONDS', 7 * 24 * 3600, 1),
     maxBytes: int(env, 'INGEST_LOG_MAX_BYTES', 1024 ** 3, 1024),
     writer: flag(env, 'INGEST_LOG_WRITER') ?? true,
+    writerBatchSize: int(env, 'INGEST_LOG_WRITER_BATCH_SIZE', 20_000, 1),
+    writerFlushMs: int(env, 'INGEST_LOG_WRITER_FLUSH_MS', 100, 0),
     ackWaitSeconds: int(env, 'INGEST_LOG_ACK_WAIT_SECONDS', 30, 1),
     lagBoundSeconds: int(env, 'INGEST_LOG_LAG_BOUND_SECONDS', 30, 1),
   }

@@ -41,7 +41,7 @@ describe.skipIf(!NATS_SERVER)('ingest through the log', () => {
     nats = await startNats(1)
     const ingestLog: IngestLogConfig = {
       servers: nats.servers.split(','), stream: 'HRS_TEST', subjectPrefix: 'test.readings', replicas: 1,
-      maxAgeSeconds: 3600, maxBytes: 64 * 1024 * 1024, writer: true, ackWaitSeconds: 5, lagBoundSeconds: 5,
+      maxAgeSeconds: 3600, maxBytes: 64 * 1024 * 1024, writer: true, writerBatchSize: 20_000, writerFlushMs: 100, ackWaitSeconds: 5, lagBoundSeconds: 5,
     }
     env = await createTestEnv({ ingestLog, deviceRateLimitPerMinute: 1_000_000, host: '127.0.0.1', mqtt: { port: 0, tlsPort: undefined, tlsCertFile: undefined, tlsKeyFile: undefined } }, {
       readings: (database) => { const s = switchableStore(sqlStore(database)); control = s.control; return s.store },
@@ -160,7 +160,7 @@ describe.skipIf(!NATS_SERVER)('what a log acknowledgement survives', () => {
     // No writer in this process: the readings stay in the log until one is started after the crash.
     const env = await createTestEnv({ host: '127.0.0.1', deviceRateLimitPerMinute: 1_000_000, ingestLog: {
       servers: nats.servers.split(','), stream: 'HRS_CRASH', subjectPrefix: 'crash.readings', replicas: 1,
-      maxAgeSeconds: 3600, maxBytes: 64 * 1024 * 1024, writer: false, ackWaitSeconds: 5, lagBoundSeconds: 5,
+      maxAgeSeconds: 3600, maxBytes: 64 * 1024 * 1024, writer: false, writerBatchSize: 20_000, writerFlushMs: 100, ackWaitSeconds: 5, lagBoundSeconds: 5,
     } })
     let writer: LogWriter | undefined
     try {
