@@ -10,9 +10,9 @@ import type { Logger } from '../src/log.ts'
 import type { Metrics } from '../src/observability.ts'
 import { Batcher, type BatcherOptions } from './batcher.ts'
 import { DeviceDirectory, type DeviceInfo } from './devices.ts'
-import { openIngestLog, type IngestLogConnection } from './log/index.ts'
+import type { IngestLogConnection } from './log/index.ts'
 import { logSink } from './log/producer.ts'
-import { LogWriter } from './log/writer.ts'
+import type { LogWriter } from './log/writer.ts'
 import { ReadingsMaintenance } from './maintenance.ts'
 import type { Parsed } from './parse.ts'
 import type { ReadingsStore } from './stores/interface.ts'
@@ -50,7 +50,8 @@ export interface IngestDeps {
 
 export async function createIngest(deps: IngestDeps): Promise<Ingest> {
   const { config } = deps
-  const log = config.ingestLog ? await openIngestLog(config.ingestLog, deps.log) : undefined
+  // The NATS client is loaded only when the log is configured: the embedded default never holds its modules.
+  const log = config.ingestLog ? await (await import('./log/index.ts')).openIngestLog(config.ingestLog, deps.log) : undefined
   const sink = log ? logSink(log, (messages) => deps.metrics.ingestLogPublished.inc([], messages)) : deps.readings
   const sinkName = log ? 'ingest log' : 'readings store'
   const batcher = new Batcher(sink, {
@@ -68,7 +69,7 @@ export async function createIngest(deps: IngestDeps): Promise<Ingest> {
     now: deps.clock,
   })
   const writer = log && config.ingestLog!.writer
-    ? new LogWriter(log, deps.readings, { maxReadings: config.ingestLog!.writerBatchSize, flushMs: config.ingestLog!.writerFlushMs, concurrency: config.ingestFlushConcurrency, writeTimeoutMs: config.ingestWriteTimeoutMs, onWritten: deps.onWritten }, deps)
+    ? new (await import('./log/writer.ts')).LogWriter(log, deps.readings, { maxReadings: config.ingestLog!.writerBatchSize, flushMs: config.ingestLog!.writerFlushMs, concurrency: config.ingestFlushConcurrency, writeTimeoutMs: config.ingestWriteTimeoutMs, onWritten: deps.onWritten }, deps)
     : undefined
   await writer?.start()
   // The processes that write to the store look after it: without the log every server process, with it the writers.

@@ -15,9 +15,8 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { AckPolicy, DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
 import type { IngestLogConfig } from '../../src/config.ts'
 import type { Logger } from '../../src/log.ts'
+import { WRITER_CONSUMER } from './consumer.ts'
 
-/** The writers' shared durable consumer. */
-export const WRITER_CONSUMER = 'readings-writer'
 
 const NANOS_PER_SECOND = 1_000_000_000
 

@@ -10,7 +10,8 @@ import type { Logger } from '../../src/log.ts'
 import type { Metrics } from '../../src/observability.ts'
 import type { Reading, ReadingsStore } from '../stores/interface.ts'
 import { decodeMessage } from './codec.ts'
-import { WRITER_CONSUMER, type IngestLogConnection } from './index.ts'
+import { WRITER_CONSUMER } from './consumer.ts'
+import type { IngestLogConnection } from './index.ts'
 
 export interface WriterOptions {
   /** Readings per store write, at most (messages are whole: one may take it past). */

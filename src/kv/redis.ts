@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import Redis from 'ioredis'
 import type { SharedStore } from './interface.ts'
 
 // INCR and PEXPIRE in one script so two processes can never both start a window or lose a count.
@@ -47,6 +46,8 @@ interface Scripts {
 export interface RedisTimeouts { commandTimeoutMs: number; connectTimeoutMs: number }
 
 export async function redisStore(url: string, prefix: string, timeouts: RedisTimeouts): Promise<SharedStore> {
+  // Loaded here, not at the top: a service without REDIS_URL never holds ioredis's modules (45 of them).
+  const { default: Redis } = await import('ioredis')
   // No offline queue: while disconnected a command fails at once (and the caller falls back) instead of waiting
   // for a reconnect. The client reconnects by itself in the background, forever.
   const client = new Redis(url, {

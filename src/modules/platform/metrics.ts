@@ -8,7 +8,7 @@ import type { Deps } from '../../deps.ts'
 import { ApiError } from '../../http/errors.ts'
 import { op } from '../../http/operation.ts'
 import type { BackendHealth } from './backend-health.ts'
-import { WRITER_CONSUMER } from '../../../ingest/log/index.ts'
+import { WRITER_CONSUMER } from '../../../ingest/log/consumer.ts'
 import { isLoopbackHost } from '../../config.ts'
 
 function sameSecret(given: string, expected: string): boolean {
