@@ -17,7 +17,6 @@ import type { IngestLogConfig } from '../../src/config.ts'
 import type { Logger } from '../../src/log.ts'
 import { WRITER_CONSUMER } from './consumer.ts'
 
-
 const NANOS_PER_SECOND = 1_000_000_000
 
 export interface IngestLogConnection {

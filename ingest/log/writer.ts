@@ -2,9 +2,9 @@
 // consumer, gathers them into one store write (group commit again: up to `maxReadings`, or whatever arrived within
 // `flushMs`, more and longer than the direct path gathers: config.ts's writerBatchSize says why; `concurrency` writes
 // at once, as the direct path does), and acknowledges them to JetStream only once the store has them. A failed write
-// hands its messages back for redelivery after a pause (to this writer or another). A message it cannot decode is logged and handed
-// back for a minute, never dropped: it was acknowledged to a device, and a writer that knows its format (a newer
-// version during an upgrade) may still store it; it does not hold up the messages behind it.
+// hands its messages back for redelivery after a pause (to this writer or another). A message it cannot decode is
+// logged and handed back for a minute, never dropped: it was acknowledged to a device, and a writer that knows its
+// format (a newer version during an upgrade) may still store it; it does not hold up the messages behind it.
 import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream'
 import type { Logger } from '../../src/log.ts'
 import type { Metrics } from '../../src/observability.ts'
