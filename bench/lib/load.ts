@@ -131,15 +131,15 @@ function mergePlans(plans: PlanResult[]): PlanResult {
   return out
 }
 
+/** The item whose `value` is the median of the items' (the lower middle one for an even count): rounds taking turns. */
+export function medianBy<T>(items: readonly T[], value: (item: T) => number): T {
+  return [...items].sort((a, b) => value(a) - value(b))[Math.floor((items.length - 1) / 2)]!
+}
+
 /**
  * The figures a report line shows for a load run: latency percentiles, errors (answers other than `okStatus`),
  * and the server's CPU (needs a `server` watch) and peak RSS when known.
  */
-/** The run whose `value` is the median of the runs' (the lower middle one for an even count): rounds taking turns. */
-export function medianBy(runs: LoadResult[], value: (run: LoadResult) => number): LoadResult {
-  return [...runs].sort((a, b) => value(a) - value(b))[Math.floor((runs.length - 1) / 2)]!
-}
-
 export function statsOf(load: LoadResult, okStatus: number | 'puback', peakRssMiB?: number): LineStats {
   const errors = Object.entries(load.statuses).filter(([status]) => status !== String(okStatus)).reduce((n, [, count]) => n + count, 0)
   return { p50: load.latency.p50, p95: load.latency.p95, p99: load.latency.p99, errors, peakRssMiB, serverCores: load.watched.server }

@@ -18,7 +18,7 @@ import {
   tableStats, waitForCount, type RawResult, type SenderResult,
 } from '../lib/questdb.ts'
 import { INFLUXD, startInflux } from '../lib/influx.ts'
-import { runLoad, statsOf, type LoadResult } from '../lib/load.ts'
+import { medianBy, runLoad, statsOf, type LoadResult } from '../lib/load.ts'
 import { line, needsLocalServer, type Line, type Scenario } from '../lib/report.ts'
 import { loadConfig } from '../../src/config.ts'
 import { cleanRedis, freshDatabase, metricOf, serverEnv } from '../lib/setup.ts'
@@ -180,7 +180,7 @@ function peerLine(main: LoadResult, peer: PeerRounds): Line {
   const rate = (load: LoadResult) => load.readingsPerSecond
   const pairs = [main, ...peer.ours].map((ours, i) => ({ ours, influx: peer.influx[i]! }))
   const ratio = (pair: (typeof pairs)[number]) => rate(pair.ours) / rate(pair.influx)
-  const middle = [...pairs].sort((a, b) => ratio(a) - ratio(b))[Math.floor((pairs.length - 1) / 2)]!
+  const middle = medianBy(pairs, ratio)
   const sent = peer.influx.reduce((sum, load) => sum + load.totalReadings, 0)
   const rounds = pairs.map((pair) => `${(rate(pair.ours) / 1000).toFixed(0)}k / ${(rate(pair.influx) / 1000).toFixed(0)}k (${ratio(pair).toFixed(2)})`).join(', ')
   return line(NAME, 'readings/s via API ÷ InfluxDB 1.6 /write (same generator, line protocol)', rate(middle.ours), rate(middle.influx), 'rows/s', undefined, 'target',
