@@ -34,12 +34,18 @@ const LATEST_FROM_INS = `insert into reading_latest as l (series_id, ts, value)
 const NOT_IN_LEGACY = `where not exists (select 1 from reading_channels c join sensor_readings_legacy l on l.device_id = c.device_id and l.channel = c.channel
     and l.ts = timestamptz 'epoch' + r.t * interval '1 millisecond' where c.id = r.ch)`
 
+// Rows go in in key order (channel, ts), as the rollups do: a unique key makes an insert wait for another
+// transaction's uncommitted row with that key, so two writers storing the same readings in different orders (a
+// retried request whose first try is still being written, an ingest log redelivering a batch) each waited on the
+// other, and Postgres failed one of them (test/unit/readings-write-lock-order.test.ts; at 20,000 readings a batch,
+// the ingest log writer's, every run).
 // Timestamps travel as epoch milliseconds (exact in a float8) rather than timestamptz[]: cheaper to build, and
 // drizzle's postgres.js set-up passes timestamptz values through unserialised, which breaks arrays of them.
 const insert = (onConflict: string, legacy: boolean) => `with ins as (
   insert into readings (channel_id, series_id, ts, value)
   select ch, s, timestamptz 'epoch' + t * interval '1 millisecond', v
   from unnest($1::int4[], $2::int4[], $3::float8[], $4::float8[]) as r(ch, s, t, v) ${legacy ? NOT_IN_LEGACY : ''}
+  order by ch, t
   ${onConflict} returning series_id, ts, value
 ), minutes as (${rollupFrom('1 minute', 'reading_rollups_1m')}), hours as (${rollupFrom('1 hour', 'reading_rollups_1h')}), days as (${rollupFrom('1 day', 'reading_rollups_1d')}),
 latest as (${LATEST_FROM_INS})
