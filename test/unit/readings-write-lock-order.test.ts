@@ -3,8 +3,9 @@
 // one fleet's retries. Each batch holds the readings in its own order (requests interleave differently), and a
 // unique key makes an insert wait for another transaction's uncommitted row with that key: taken in different
 // orders, two writers each wait on the other, and Postgres cancels one (deadlock detected), failing its batch: at
-// 20,000 readings a batch (the ingest log writer's), some of eight writers failed every run. All must succeed, and each reading be stored and counted in the rollups once. Runs on PGlite, and on Postgres when
-// DATABASE_URL is set (where the deadlock was; with 2,000 readings it did not show).
+// 20,000 readings a batch (the ingest log writer's), some of eight writers failed every run. All must succeed, and
+// each reading be stored and counted in the rollups once. Runs on PGlite, and on Postgres when DATABASE_URL is set
+// (where the deadlock was; with 2,000 readings a batch it did not show).
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import type { Reading } from '../../ingest/stores/interface.ts'
