@@ -1,7 +1,8 @@
 // Group commit (CONTRACT §7): readings from many requests gather in one batch; a batch is written to the store
-// in one call when it holds `maxBatch` readings, or has waited `flushMs` and a write slot is free (while every
-// slot is taken it goes on gathering); each request is answered only after the write that holds its readings
-// succeeded. Memory is bounded: past `maxQueued` readings waiting or in
+// in one call when it holds `maxBatch` readings, or has waited `flushMs`, and a write slot is free. While every
+// slot is taken it goes on gathering, up to BUSY_GROWTH × maxBatch, and is written when a slot frees: a store
+// that falls behind gets fewer, larger writes rather than a queue of small ones. Each request is answered only
+// after the write that holds its readings succeeded. Memory is bounded: past `maxQueued` readings waiting or in
 // flight, new requests are refused (503) instead of queued, and after a failed write the store gets a moment
 // to recover before more work is accepted.
 import type { Reading, ReadingsSink } from './stores/interface.ts'
@@ -42,6 +43,14 @@ function newBatch(): Batch {
 }
 
 const RECOVERY_MS = 1000
+/**
+ * How far past maxBatch a batch grows while every write slot is taken. QuestDB applies each write as one
+ * transaction, and a transaction landing among the rows of the ones before it rewrites the partition's tail from
+ * there: paced writes of 2,000 rows cost it 3.3 µs of CPU a row, as fast as it can take them 2.2 (bench
+ * ingest-questdb, 2026-11-29). At saturation the batches then grow to what the store can take, and at any lower
+ * rate they stay as small (and their answers as quick) as maxBatch and flushMs make them.
+ */
+const BUSY_GROWTH = 4
 
 export class Batcher {
   private current: Batch = newBatch()
@@ -70,10 +79,11 @@ export class Batcher {
     if (this.now() < this.unhealthyUntil) return Promise.reject(new IngestUnavailable(`The ${this.options.sinkName ?? 'readings store'} is not answering.`, Math.ceil(RECOVERY_MS / 1000)))
     if (this.queued + readings.length > this.options.maxQueued) return Promise.reject(new IngestUnavailable('Ingest is at capacity.', 1))
     this.queued += readings.length
-    if (this.current.readings.length + readings.length > this.options.maxBatch) this.seal()
+    const limit = this.inFlight < this.options.concurrency ? this.options.maxBatch : this.options.maxBatch * BUSY_GROWTH
+    if (this.current.readings.length + readings.length > limit) this.seal()
     const batch = this.current
     for (const reading of readings) batch.readings.push(reading)
-    if (batch.readings.length >= this.options.maxBatch) this.seal()
+    if (batch.readings.length >= this.options.maxBatch) this.sealIfFree()
     else this.cancelSeal ??= this.scheduleSeal()
     return batch.written
   }

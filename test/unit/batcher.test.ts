@@ -10,12 +10,15 @@ function controllableStore() {
   let mode: 'ok' | 'fail' | 'hold' = 'ok'
   const held: (() => void)[] = []
   let writes = 0
+  /** Readings per write, in the order the writes began. */
+  const sizes: number[] = []
   const store: ReadingsStore = {
     kind: 'sql',
     rollupLevels: [],
     maintain: async () => ({ dropped: [], created: [] }),
     async write(readings) {
       writes++
+      sizes.push(readings.length)
       if (mode === 'fail') throw new Error('store is down')
       if (mode === 'hold') await new Promise<void>((resolve) => held.push(resolve))
       stored.push(...readings)
@@ -23,7 +26,7 @@ function controllableStore() {
     raw: async () => [], buckets: async () => [], latest: async () => [], ping: async () => {}, close: async () => {},
   }
   return {
-    store, stored,
+    store, stored, sizes,
     get writes() { return writes },
     set(next: typeof mode) { mode = next },
     release() { mode = 'ok'; for (const resolve of held.splice(0)) resolve() },
@@ -82,6 +85,24 @@ describe('Batcher', () => {
     await Promise.all([first, second, third])
     expect(s.writes).toBe(2)
     expect(s.stored).toHaveLength(15)
+  })
+
+  test('while every write slot is taken, a full batch goes on growing, up to four times maxBatch, and is written when a slot frees', async () => {
+    const s = controllableStore()
+    s.set('hold')
+    const batcher = new Batcher(s.store, { maxBatch: 100, flushMs: 60_000, maxQueued: 10_000, concurrency: 1, writeTimeoutMs: 60_000 })
+    // The first fills a batch while the slot is free: written at once, and held.
+    const requests = [batcher.add(readings(100))]
+    await settle()
+    // Five more while the write is held: four grow one batch to 400; the fifth would pass 400, so that batch is
+    // sealed, and the fifth starts the next.
+    for (let i = 1; i <= 5; i++) requests.push(batcher.add(readings(100, i * 100)))
+    await settle()
+    expect(s.sizes).toEqual([100])
+    s.release()
+    await Promise.all(requests)
+    expect(s.sizes).toEqual([100, 400, 100])
+    expect(s.stored).toHaveLength(600)
   })
 
   test('a full batch is written at once without waiting for the timer', async () => {
