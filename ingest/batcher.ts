@@ -48,7 +48,9 @@ const RECOVERY_MS = 1000
  * transaction, and a transaction landing among the rows of the ones before it rewrites the partition's tail from
  * there: paced writes of 2,000 rows cost it 3.3 µs of CPU a row, as fast as it can take them 2.2 (bench
  * ingest-questdb, 2026-11-29). At saturation the batches then grow to what the store can take, and at any lower
- * rate they stay as small (and their answers as quick) as maxBatch and flushMs make them.
+ * rate they stay as small (and their answers as quick) as maxBatch and flushMs make them. Measured on QuestDB 7.4.2
+ * (`bun run bench ingest-questdb`, three pairs taking turns): the mean write went from 1,950 to 2,340 rows, and
+ * readings/s ÷ InfluxDB's from 0.76, 0.83, 0.78 to 0.84, 0.86, 0.88.
  */
 const BUSY_GROWTH = 4
 
