@@ -1,8 +1,8 @@
 // Group commit (CONTRACT §7): readings from many requests gather in one batch; a batch is written to the store
 // in one call when it holds `maxBatch` readings, or has waited `flushMs`, and a write slot is free. While every
-// slot is taken it goes on gathering, up to BUSY_GROWTH × maxBatch, and is written when a slot frees: a store
-// that falls behind gets fewer, larger writes rather than a queue of small ones. Each request is answered only
-// after the write that holds its readings succeeded. Memory is bounded: past `maxQueued` readings waiting or in
+// slot is taken it goes on gathering, up to `maxBatchWhileBusy`, and is written when a slot frees: a store that
+// falls behind gets fewer, larger writes rather than a queue of small ones. Each request is answered only after
+// the write that holds its readings succeeded. Memory is bounded: past `maxQueued` readings waiting or in
 // flight, new requests are refused (503) instead of queued, and after a failed write the store gets a moment
 // to recover before more work is accepted.
 import type { Reading, ReadingsSink } from './stores/interface.ts'
@@ -11,6 +11,8 @@ export interface BatcherOptions {
   /** What a batch is written to, as refusals name it: "readings store", or "ingest log". */
   sinkName?: string
   maxBatch: number
+  /** How large a batch may grow while every write slot is taken (ingest/index.ts says why); maxBatch if unset. */
+  maxBatchWhileBusy?: number
   flushMs: number
   maxQueued: number
   /** Batches written at once; more than one keeps the store busy while the next batch fills. */
@@ -43,16 +45,6 @@ function newBatch(): Batch {
 }
 
 const RECOVERY_MS = 1000
-/**
- * How far past maxBatch a batch grows while every write slot is taken. QuestDB applies each write as one
- * transaction, and a transaction landing among the rows of the ones before it rewrites the partition's tail from
- * there: paced writes of 2,000 rows cost it 3.3 µs of CPU a row, as fast as it can take them 2.2 (bench
- * ingest-questdb, 2026-11-29). At saturation the batches then grow to what the store can take, and at any lower
- * rate they stay as small (and their answers as quick) as maxBatch and flushMs make them. Measured on QuestDB 7.4.2
- * (`bun run bench ingest-questdb`, three pairs taking turns): the mean write went from 1,950 to 2,340 rows, and
- * readings/s ÷ InfluxDB's from 0.76, 0.83, 0.78 to 0.84, 0.86, 0.88.
- */
-const BUSY_GROWTH = 4
 
 export class Batcher {
   private current: Batch = newBatch()
@@ -81,7 +73,7 @@ export class Batcher {
     if (this.now() < this.unhealthyUntil) return Promise.reject(new IngestUnavailable(`The ${this.options.sinkName ?? 'readings store'} is not answering.`, Math.ceil(RECOVERY_MS / 1000)))
     if (this.queued + readings.length > this.options.maxQueued) return Promise.reject(new IngestUnavailable('Ingest is at capacity.', 1))
     this.queued += readings.length
-    const limit = this.inFlight < this.options.concurrency ? this.options.maxBatch : this.options.maxBatch * BUSY_GROWTH
+    const limit = this.inFlight < this.options.concurrency ? this.options.maxBatch : this.options.maxBatchWhileBusy ?? this.options.maxBatch
     if (this.current.readings.length + readings.length > limit) this.seal()
     const batch = this.current
     for (const reading of readings) batch.readings.push(reading)

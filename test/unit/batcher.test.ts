@@ -87,22 +87,24 @@ describe('Batcher', () => {
     expect(s.stored).toHaveLength(15)
   })
 
-  test('while every write slot is taken, a full batch goes on growing, up to four times maxBatch, and is written when a slot frees', async () => {
-    const s = controllableStore()
-    s.set('hold')
-    const batcher = new Batcher(s.store, { maxBatch: 100, flushMs: 60_000, maxQueued: 10_000, concurrency: 1, writeTimeoutMs: 60_000 })
-    // The first fills a batch while the slot is free: written at once, and held.
-    const requests = [batcher.add(readings(100))]
-    await settle()
-    // Five more while the write is held: four grow one batch to 400; the fifth would pass 400, so that batch is
-    // sealed, and the fifth starts the next.
-    for (let i = 1; i <= 5; i++) requests.push(batcher.add(readings(100, i * 100)))
-    await settle()
-    expect(s.sizes).toEqual([100])
-    s.release()
-    await Promise.all(requests)
-    expect(s.sizes).toEqual([100, 400, 100])
-    expect(s.stored).toHaveLength(600)
+  test('while every write slot is taken, a full batch goes on growing up to maxBatchWhileBusy, and is written when a slot frees', async () => {
+    for (const maxBatchWhileBusy of [400, undefined]) {
+      const s = controllableStore()
+      s.set('hold')
+      const batcher = new Batcher(s.store, { maxBatch: 100, maxBatchWhileBusy, flushMs: 60_000, maxQueued: 10_000, concurrency: 1, writeTimeoutMs: 60_000 })
+      // The first fills a batch while the slot is free: written at once, and held.
+      const requests = [batcher.add(readings(100))]
+      await settle()
+      // Five more while the write is held. Growing: four make one batch of 400; the fifth would pass 400, so that
+      // batch is sealed, and the fifth starts the next. Not growing (the ingest log's batcher): a batch each.
+      for (let i = 1; i <= 5; i++) requests.push(batcher.add(readings(100, i * 100)))
+      await settle()
+      expect(s.sizes).toEqual([100])
+      s.release()
+      await Promise.all(requests)
+      expect({ maxBatchWhileBusy, sizes: s.sizes }).toEqual({ maxBatchWhileBusy, sizes: maxBatchWhileBusy ? [100, 400, 100] : [100, 100, 100, 100, 100, 100] })
+      expect(s.stored).toHaveLength(600)
+    }
   })
 
   test('a full batch is written at once without waiting for the timer', async () => {
