@@ -119,9 +119,11 @@ interface PendingQuery { state: unknown; cancel(): unknown }
  *
  * The list holds its queries weakly. A postgres.js query is the promise of its rows, so a strong reference kept
  * every result alive until the next sweep: at 800 pages/s, 200 results of 50 rows outlived each young-generation
- * collection, which then promoted and re-marked them (8.4 MB visited per collection, 2.5× the hand-written server's
- * GC pauses, 2026-11-29, bench/results/tmp probe). A query waiting for a connection is held by postgres.js's queue,
- * so a reference that no longer resolves belongs to a query that has settled: it counts as taken.
+ * collection, which then promoted and re-marked them (a median 8.4 MB visited per collection against 0.8 MB now and
+ * the hand-written server's 0.5 MB, from JavaScriptCore's GC log). In `bun run bench hand-written`'s paced rounds
+ * our server paused 499 and 522 times, the hand-written one 222–272 times; 278 and 244 times since (2026-11-29).
+ * A query waiting for a connection is held by postgres.js's queue, so a reference that no longer resolves belongs
+ * to a query that has settled: it counts as taken.
  */
 function cancelQueriesNotStarted(client: { unsafe: (...args: any[]) => any }): () => void {
   const unsafe = client.unsafe.bind(client)
