@@ -175,3 +175,15 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, 
   }
   throw new Error(`condition not met within ${timeoutMs} ms`)
 }
+
+/** A deterministic shuffle: each concurrent writer in a test meets the same rows in an order of its own, as batches do. */
+export function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const out = [...items]
+  let state = seed
+  for (let i = out.length - 1; i > 0; i--) {
+    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648
+    const j = state % (i + 1)
+    ;[out[i], out[j]] = [out[j]!, out[i]!]
+  }
+  return out
+}

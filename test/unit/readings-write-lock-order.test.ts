@@ -9,24 +9,12 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import type { Reading } from '../../ingest/stores/interface.ts'
-import { createTestEnv, type TestEnv } from '../helpers.ts'
+import { createTestEnv, shuffled, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 
 beforeAll(async () => { env = await createTestEnv() })
 afterAll(async () => { await env?.close() })
-
-/** A deterministic shuffle (each writer meets the readings in an order of its own). */
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items]
-  let state = seed
-  for (let i = out.length - 1; i > 0; i--) {
-    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648
-    const j = state % (i + 1)
-    ;[out[i], out[j]] = [out[j]!, out[i]!]
-  }
-  return out
-}
 
 test('eight writers storing the same 20,000 readings at once, in different orders, all succeed and store each once', async () => {
   const accountId = 'acct_lock_order'

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { SeriesCatalogue } from '../../ingest/series.ts'
 import type { Reading } from '../../ingest/stores/interface.ts'
-import { createTestEnv, type TestEnv } from '../helpers.ts'
+import { createTestEnv, shuffled, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 let accountId: string
@@ -16,18 +16,6 @@ beforeAll(async () => {
   accountId = (await env.account()).accountId
 })
 afterAll(async () => { await env?.close() })
-
-/** A deterministic shuffle (each writer meets the series in an order of its own, as batches do). */
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items]
-  let state = seed
-  for (let i = out.length - 1; i > 0; i--) {
-    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648
-    const j = state % (i + 1)
-    ;[out[i], out[j]] = [out[j]!, out[i]!]
-  }
-  return out
-}
 
 test('eight writers registering the same 2,000 new series at once, in different orders, all succeed with the same ids', async () => {
   for (let round = 0; round < 3; round++) {
