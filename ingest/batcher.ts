@@ -118,6 +118,8 @@ export class Batcher {
   private seal() {
     this.cancelSeal?.()
     this.cancelSeal = undefined
+    // Whatever was due is sealed now; the next batch is due by its own size or wait.
+    this.sealWhenFree = false
     if (this.current.readings.length === 0) return
     this.sealed.push(this.current)
     this.current = newBatch()

@@ -107,6 +107,25 @@ describe('Batcher', () => {
     }
   })
 
+  test('a batch sealed while every slot is taken leaves the next one to its own size and wait', async () => {
+    const s = controllableStore()
+    s.set('hold')
+    const batcher = new Batcher(s.store, { maxBatch: 100, flushMs: 60_000, maxQueued: 10_000, concurrency: 1, writeTimeoutMs: 60_000 })
+    const full = [batcher.add(readings(100))]
+    await settle()
+    // A full batch while the slot is held, sealed by the next request, whose 10 readings start a batch of their own.
+    full.push(batcher.add(readings(100, 100)))
+    const small = batcher.add(readings(10, 200))
+    s.release()
+    await Promise.all(full)
+    await settle()
+    // The small batch is neither full nor past flushMs: it is not written when the slot frees.
+    expect(s.sizes).toEqual([100, 100])
+    await batcher.drain()
+    await small
+    expect(s.sizes).toEqual([100, 100, 10])
+  })
+
   test('a full batch is written at once without waiting for the timer', async () => {
     const s = controllableStore()
     const batcher = new Batcher(s.store, { maxBatch: 100, flushMs: 60_000, maxQueued: 10_000, concurrency: 2, writeTimeoutMs: 1000 })
