@@ -122,7 +122,8 @@ export async function hasLegacy(database: Pick<Database, 'query'>): Promise<bool
  * table, in one statement: each reading is in exactly one of the tables at any moment, and a killed move leaves
  * nothing half done. Readings before the raw horizon are dropped instead (their rollups stay). Their partitions are
  * made first, from the batch's own weeks. The move does not touch rollups or reading_latest: the readings were
- * counted when first written.
+ * counted when first written. It inserts in the key order the store's writers use (channel, ts), so a writer
+ * storing a reading being moved at that moment waits for the move rather than deadlocking with it.
  */
 export async function moveLegacyBatch(database: Pick<Database, 'query'>, position: LegacyPosition, limit: number, rawHorizon: number): Promise<LegacyMove> {
   const params = position ? [position[0], position[1], iso(position[2]), limit] : ['', '', '-infinity', limit]
@@ -138,6 +139,7 @@ export async function moveLegacyBatch(database: Pick<Database, 'query'>, positio
     ), kept as (
       insert into readings (channel_id, series_id, ts, value)
       select s.channel_id, m.series_id, m.ts, m.value from moved m join reading_series s on s.id = m.series_id where m.ts >= $5::timestamptz
+      order by s.channel_id, m.ts
       on conflict do nothing returning 1
     ), last as (
       select device_id, channel, ts from batch order by device_id desc, channel desc, ts desc limit 1

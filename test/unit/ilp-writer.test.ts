@@ -255,6 +255,31 @@ describe('the QuestDB store against a stand-in /settings and /write on loopback'
     expect(seen.map((s) => text(s.body)).sort()).toEqual([expected(1000), expected(2000), expected(3000), expected(4000)])
   })
 
+  test('a series is registered once, before its first reading is sent; a failed registration sends nothing', async () => {
+    seen.length = 0
+    answer = () => new Response(null, { status: 204 })
+    const registered: string[][] = []
+    let refuse = false
+    const writer = await ilpReadingsWriter(`http::addr=127.0.0.1:${server.port};`, 'r', async (readings) => {
+      // What reached /write by the time the registration ran: it must come after.
+      registered.push([`sent ${seen.length}`, ...readings.map((r) => `${r.channel}:${r.metric}`)])
+      if (refuse) throw new Error('catalogue down')
+    })
+    await writer([reading(), reading({ channel: 'h1', ts: Date.UTC(2026, 10, 20, 12, 0, 1) }), reading({ ts: Date.UTC(2026, 10, 20, 12, 0, 2) })])
+    await writer([reading({ ts: Date.UTC(2026, 10, 20, 12, 0, 3) }), reading({ channel: 'h1', ts: Date.UTC(2026, 10, 20, 12, 0, 4) })])
+    // The channel mapped to another metric is another series.
+    await writer([reading({ metric: 'humidity', ts: Date.UTC(2026, 10, 20, 12, 0, 5) })])
+    expect(registered).toEqual([['sent 0', 't1:temperature', 'h1:temperature', 't1:temperature'], ['sent 2', 't1:humidity']])
+    expect(seen.length).toBe(3)
+    refuse = true
+    await expect(writer([reading({ channel: 'new' })])).rejects.toThrow('catalogue down')
+    expect(seen.length).toBe(3)
+    refuse = false
+    await writer([reading({ channel: 'new' })])
+    expect(registered.at(-1)).toEqual(['sent 3', 'new:temperature'])
+    expect(text(seen[3]!.body)).toBe('r,account_id=acct_1,device_id=sdev_1,channel=new,metric=temperature,environment_id=env_1 value=27.5 1795176000000\n')
+  })
+
   test('a refusal rejects the write with QuestDB\'s reason on one line', async () => {
     answer = () => Response.json({ code: 'invalid', message: 'error in line 1: bad', line: 1, errorId: 'e-1' }, { status: 400 })
     await expect(write([reading()])).rejects.toThrow('QuestDB refused the batch (HTTP 400, code invalid, line 1 (device sdev_1, channel t1, ts 2026-11-20T12:00:00.000Z, value 27.5), error id e-1): error in line 1: bad')
