@@ -17,7 +17,6 @@ import { PlatformStatusSource, settingOrCreate } from './platform.ts'
 import { createLogger, type Logger } from './log.ts'
 import { createIngest, type Ingest } from '../ingest/index.ts'
 import type { ReadingsStore } from '../ingest/stores/interface.ts'
-import { questdbStore } from '../ingest/stores/questdb.ts'
 import { sqlStore } from '../ingest/stores/sql.ts'
 import { SeriesCatalogue } from '../ingest/series.ts'
 import { AlertEvaluator } from './modules/alerts/evaluator.ts'
@@ -103,7 +102,11 @@ async function startFeatures(core: Core, options: Pick<DepsOptions, 'readings' |
   const rateLimiter = new RateLimiter(shared)
   const catalogue = new SeriesCatalogue(database)
   const reader = { connections: config.readingsQueries.connections, statementTimeoutMs: config.readingsQueries.timeoutMs + 1_000 }
-  const readings = options.readings ? options.readings(database) : config.questdbIlp ? await questdbStore(config, catalogue, { records: database, log: (message, error) => log.warn(message, { error: String(error) }) }) : sqlStore(database, reader, catalogue)
+  // The QuestDB store is loaded only where it is configured: with its official client it held 0.5 MB (5,000
+  // objects) of a 15.4 MB live heap that every full collection marks, in servers that never use it (2026-11-29).
+  const readings = options.readings ? options.readings(database) : config.questdbIlp
+    ? await (await import('../ingest/stores/questdb.ts')).questdbStore(config, catalogue, { records: database, log: (message, error) => log.warn(message, { error: String(error) }) })
+    : sqlStore(database, reader, catalogue)
   const dispatcher = new Dispatcher(database, config, log, systemResolver, { onAttempt: (outcome) => metrics.webhookAttempts.inc([outcome]) })
   const alerts = new AlertEvaluator({ db: database.db, shared, readings, log, now: options.clock })
   await alerts.start()
