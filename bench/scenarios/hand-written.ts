@@ -6,7 +6,10 @@
 // PACED_ROUNDS rounds taking turns (ours, hand-written, ours, …), each side's p99 the median of its rounds'. One
 // round's p99 is its slowest 1% (about a dozen pages in a 5 s window) and moved more than the ratio's target band
 // between identical runs: the hand-written server's own went from 16 to 105 ms in five runs of one sitting
-// (2026-11-27), so a single round said more about that window's hiccups than about either server.
+// (2026-11-27), so a single round said more about that window's hiccups than about either server. Three rounds
+// were not enough either: on 2026-11-29 four table runs, two of each of two commits that do not touch this path,
+// gave 1.38, 1.24, 1.69 and 1.79; our median p99 held at 34–47 ms while the hand-written server's moved from 21 to
+// 38 ms, with single rounds from 14 to 65 ms. Nine rounds gave 1.17 and 1.00 in two runs alone that morning.
 // Both servers run with JavaScriptCore's GC log (GC_LOG_ENV), and the p99 line gives each one's collector pauses
 // within its paced rounds: a page that arrives during a pause waits it out.
 import { medianBy, planStatsOf, runLoad, type LoadResult } from '../lib/load.ts'
@@ -18,7 +21,7 @@ import { activitySteps, writesPerSecond } from './activities.ts'
 
 const NAME = 'hand-written'
 /** Paced rounds per server, taking turns (see the top of the file). */
-const PACED_ROUNDS = 3
+const PACED_ROUNDS = 9
 
 /** A page at a fixed rate (open loop, latency from each request's scheduled send time). */
 function pacedPages(ctx: ScenarioContext, baseUrl: string, token: string, path: string, rate: number, server: Child) {
