@@ -6,10 +6,11 @@
 // PACED_ROUNDS rounds taking turns (ours, hand-written, ours, …), each side's p99 the median of its rounds'. One
 // round's p99 is its slowest 1% (about a dozen pages in a 5 s window) and moved more than the ratio's target band
 // between identical runs: the hand-written server's own went from 16 to 105 ms in five runs of one sitting
-// (2026-11-27), so a single round said more about that window's hiccups than about either server. Three rounds
-// were not enough either: on 2026-11-29 four table runs, two of each of two commits that do not touch this path,
-// gave 1.38, 1.24, 1.69 and 1.79; our median p99 held at 34–47 ms while the hand-written server's moved from 21 to
-// 38 ms, with single rounds from 14 to 65 ms. Nine rounds gave 1.17 and 1.00 in two runs alone that morning.
+// (2026-11-27), so a single round said more about that window's hiccups than about either server. Nine rounds
+// since 2026-11-29: with three, four table runs that morning gave 1.38 and 1.24 (bf09fe1) and 1.69 and 1.79
+// (2e41e1c, which only leaves the QuestDB client unloaded); the hand-written server's median round moved from 21 to
+// 38 ms across them, single rounds from 14 to 65 ms. Nine narrow a run's own noise, not a sitting's: they gave 1.17
+// and 1.00 in two runs alone, and 1.03 and 1.67 in two table runs, the same day.
 // Both servers run with JavaScriptCore's GC log (GC_LOG_ENV), and the p99 line gives each one's collector pauses
 // within its paced rounds: a page that arrives during a pause waits it out.
 import { medianBy, planStatsOf, runLoad, type LoadResult } from '../lib/load.ts'
