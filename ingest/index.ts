@@ -93,9 +93,9 @@ export async function createIngest(deps: IngestDeps): Promise<Ingest> {
   await devices.start()
   return {
     batcher, devices, log, writer, maintenance,
-    async accept(device, parsed) {
-      if (parsed.readings.length) await batcher.add(parsed.readings)
-      devices.seen(device, parsed.unmapped)
+    accept(device, parsed) {
+      if (!parsed.readings.length) return Promise.resolve(devices.seen(device, parsed.unmapped))
+      return batcher.add(parsed.readings).then(() => devices.seen(device, parsed.unmapped))
     },
     async drain() {
       await batcher.drain()

@@ -29,13 +29,13 @@ function present(device: DeviceInfo | undefined): DeviceInfo {
 }
 
 /** Stores the readings (group commit) before the caller answers; a store that cannot take them is a 503. */
-async function accept(ingest: Ingest, device: DeviceInfo, parsed: Parsed) {
-  try {
-    await ingest.accept(device, parsed)
-  } catch (error) {
-    if (!(error instanceof IngestUnavailable)) throw error
-    throw new ApiError('service_unavailable', `${error.message} Nothing from this request was stored; retry it.`, { headers: { 'retry-after': String(error.retryAfterSeconds) } })
-  }
+function accept(ingest: Ingest, device: DeviceInfo, parsed: Parsed): Promise<void> {
+  return ingest.accept(device, parsed).catch(unavailable)
+}
+
+function unavailable(error: unknown): never {
+  if (!(error instanceof IngestUnavailable)) throw error
+  throw new ApiError('service_unavailable', `${error.message} Nothing from this request was stored; retry it.`, { headers: { 'retry-after': String(error.retryAfterSeconds) } })
 }
 
 const Accepted = t.Object({
@@ -57,23 +57,29 @@ const PingBody = t.Object({
 }, { additionalProperties: t.Union([t.String(), t.Number()]), $id: '#/components/schemas/PingBody' })
 
 /** POST /sensors/readings: the batch parsed against the device's channels, stored, and the answer's body. */
-async function submitReadings(ingest: Ingest, principal: Principal, readings: readonly unknown[]) {
-  // Awaited only on a cache miss: an await costs a turn of the microtask queue on every request.
+function submitReadings(ingest: Ingest, principal: Principal, readings: readonly unknown[]) {
+  // Chained, not awaited, down to the batch's promise: three async layers fewer took 0.56 µs of 13 from this POST and
+  // 0.74 of 7.5 from the ping, per request (`bun bench/hot-path-ab.ts`, 56 pairs, B cheaper in 42 and 49).
   const known = deviceOf(ingest, principal)
-  const device = known instanceof Promise ? await known : known
+  return known instanceof Promise ? known.then((device) => storeReadings(ingest, device, readings)) : storeReadings(ingest, known, readings)
+}
+
+function storeReadings(ingest: Ingest, device: DeviceInfo, readings: readonly unknown[]) {
   const parsed = parseBatch(readings, device, Date.now())
-  await accept(ingest, device, parsed)
-  return { accepted: parsed.readings.length, rejected: parsed.rejected }
+  return accept(ingest, device, parsed).then(() => ({ accepted: parsed.readings.length, rejected: parsed.rejected }))
 }
 
 /** /sensors/ping: every field but key and ts a channel; any bad field refuses the ping (422). */
-async function submitPing(ingest: Ingest, request: Request, fields: Record<string, unknown>, where: string) {
+function submitPing(ingest: Ingest, request: Request, fields: Record<string, unknown>, where: string): Promise<void> {
   // Not the principal macro: POST /sensors/ping may authenticate in its handler (the key in the body).
   const known = deviceOf(ingest, principalOf(request))
-  const device = known instanceof Promise ? await known : known
+  return known instanceof Promise ? known.then((device) => storePing(ingest, device, fields, where)) : storePing(ingest, known, fields, where)
+}
+
+function storePing(ingest: Ingest, device: DeviceInfo, fields: Record<string, unknown>, where: string) {
   const { parsed, problems } = parsePing(fields, device, Date.now(), where)
   if (!parsed) throw new ApiError('validation_failed', PING_REFUSED, { errors: problems })
-  await accept(ingest, device, parsed)
+  return accept(ingest, device, parsed)
 }
 
 /** POST /sensors/ping: the body's fields over the query's; a key in the body is admitted here (Pipeline.admitDeferred). */
@@ -128,6 +134,8 @@ export function ingestRoutes({ ingest }: { ingest: Ingest }, pipeline: Pipeline)
 }
 
 const NO_CONTENT: HotAnswer = { status: 204 }
+const noContent = () => NO_CONTENT
+const accepted = (body: unknown): HotAnswer => ({ status: 202, body })
 
 /**
  * The same three routes on Bun.serve's own router (src/http/hot-path.ts): the handlers above, with the routes'
@@ -136,10 +144,10 @@ const NO_CONTENT: HotAnswer = { status: 204 }
 export function ingestHotHandlers({ ingest }: { ingest: Ingest }, pipeline: Pipeline): HotHandlers {
   return {
     [`${API_PREFIX}/sensors/readings`]: {
-      POST: async ({ request, body }) => ({ status: 202, body: await submitReadings(ingest, principalOf(request), body.readings) }),
+      POST: ({ request, body }) => submitReadings(ingest, principalOf(request), body.readings).then(accepted),
     },
     [`${API_PREFIX}/sensors/ping`]: {
-      GET: async ({ request, query }) => { await submitPing(ingest, request, query, '/query'); return NO_CONTENT },
+      GET: ({ request, query }) => submitPing(ingest, request, query, '/query').then(noContent),
       POST: async ({ request, query, body }) => { await submitPingForm(ingest, pipeline, request, query, body); return NO_CONTENT },
     },
   }
