@@ -134,8 +134,9 @@ const describeReading = (readings: readonly Reading[]) => (line: number) => {
 /**
  * Writes readings into `table` over ILP/HTTP as QUESTDB_ILP says: one batch, one request, resolved on QuestDB's 2xx.
  * The ILP version is settled once, here (ilpVersion: asked of the server unless QUESTDB_ILP names it).
- * `register` is given the readings whose series this writer has not written yet, before they are written (the
- * series catalogue's registration). A cached prefix stands for a series registered when it was made, so a reading
+ * `register` is given the readings whose prefix this writer has not cached, before they are written (the series
+ * catalogue's registration): a series not written yet, or one written before the cache started over (registering
+ * it again is idempotent). A cached prefix stands for a series registered when it was made, so a reading
  * costs one cache lookup: asking the catalogue of every reading as well cost 40 ns more per reading, about 3% of
  * the server's CPU on ingest (1.2 µs a reading; measured 2026-11-29).
  */
