@@ -69,6 +69,15 @@ export function idAt(kind: IdKind, time: number): string {
   return `${ID_PREFIXES[kind]}_${body}`
 }
 
+/**
+ * An id that is a bearer secret (a pairing claim's: whoever presents it is handed a device key). Its 80 random bits
+ * are freshly drawn for it, never the monotonic step of `ulid()`: ids made in the same millisecond (every request's
+ * X-Request-Id) would otherwise sit one step from it, and an observer of request ids could count their way to it.
+ */
+export function newSecretId(kind: IdKind): string {
+  return idAt(kind, Date.now())
+}
+
 const shapes = new Map<string, RegExp>()
 /** Whether `value` has the shape of an id of this kind; a malformed path id is a 404, never a database error. */
 export function isId(kind: IdKind, value: string): boolean {

@@ -1,11 +1,23 @@
 // Starting the real service (src/main.ts) or the CLI as child processes, on loopback, bounded in time. The
 // spawning itself is the bench's (bench/lib/processes.ts): one way to start a server and wait for it.
-import { mkdtempSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { runProcess, startServer as startChild, type Child } from '../bench/lib/processes.ts'
 
 export const tempDataDir = () => mkdtempSync(join(tmpdir(), 'hrs-test-'))
+
+/** The committed migrations up to and including `lastIdx`, in a folder of their own: a test of a migration starts there. */
+export function migrationsUpTo(lastIdx: number): string {
+  const committed = join(import.meta.dir, '..', 'db', 'migrations')
+  const folder = join(tempDataDir(), 'migrations')
+  mkdirSync(join(folder, 'meta'), { recursive: true })
+  const journal = JSON.parse(readFileSync(join(committed, 'meta', '_journal.json'), 'utf8'))
+  journal.entries = journal.entries.filter((e: { idx: number }) => e.idx <= lastIdx)
+  writeFileSync(join(folder, 'meta', '_journal.json'), JSON.stringify(journal))
+  for (const entry of journal.entries) copyFileSync(join(committed, `${entry.tag}.sql`), join(folder, `${entry.tag}.sql`))
+  return folder
+}
 
 /**
  * How long a child may take to start. The first embedded start (migrations and demo data on PGlite) took more than

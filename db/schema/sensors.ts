@@ -31,15 +31,22 @@ const CLAIM_STATUSES = ['pending', 'claimed', 'expired'] as const
 
 /** RFC 8628-shaped pairing: a headless device starts a claim, its owner completes it with the user code. */
 export const pairingClaims = pgTable('pairing_claims', {
-  id: text('id').primaryKey(),
+  /**
+   * SHA-256 (hex) of the claim id. The claim id is the device's only secret (whoever holds it is handed the device
+   * key), so, like a key, it is kept only as a hash (migration 0009).
+   */
+  claim_hash: text('claim_hash').primaryKey(),
   user_code: text('user_code').notNull(),
   model: text('model'),
   hardware_id: text('hardware_id'),
   status: text('status').$type<(typeof CLAIM_STATUSES)[number]>().notNull().default('pending'),
   account_id: text('account_id').references(() => accounts.id, { onDelete: 'cascade' }),
   device_id: text('device_id'),
-  /** The device key, held only between the claim and the first poll that hands it over; then erased. */
-  device_key: text('device_key'),
+  /**
+   * When the device key was minted and handed over: at the first poll after the claim that proves the claim id. The
+   * key is never stored, only its hash with the device's other keys; until this is set the device has no key.
+   */
+  key_issued_at: instant('key_issued_at'),
   expires_at: instant('expires_at').notNull(),
   last_polled_at: instant('last_polled_at'),
   created_at: instant('created_at').notNull().defaultNow(),

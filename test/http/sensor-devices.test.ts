@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { environments, outboxEvents, pairingClaims } from '../../db/schema/index.ts'
 import { newId } from '../../src/ids.ts'
-import { USER_CODE_ALPHABET, newUserCode, normalizeUserCode } from '../../src/modules/sensors/pairing.ts'
+import { USER_CODE_ALPHABET, claimHash, newUserCode, normalizeUserCode } from '../../src/modules/sensors/pairing.ts'
 import { createTestEnv, problem, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
@@ -20,7 +20,7 @@ async function register(key: Key, body: Record<string, unknown> = { name: 'Hub',
 const poll = async (claimId: string) => (await env.request('GET', `/api/v1/sensors/claim/status?claim_id=${claimId}`)).json()
 const startClaim = async (body?: Record<string, unknown>) => (await env.request('POST', '/api/v1/sensors/claim/start', { body })).json()
 /** Moves a claim's last poll back, as if the device had waited its interval. */
-const waitInterval = (claimId: string) => env.deps.database.db.update(pairingClaims).set({ last_polled_at: new Date(Date.now() - 6000) }).where(eq(pairingClaims.id, claimId))
+const waitInterval = (claimId: string) => env.deps.database.db.update(pairingClaims).set({ last_polled_at: new Date(Date.now() - 6000) }).where(eq(pairingClaims.claim_hash, claimHash(claimId)))
 
 describe('sensor devices', () => {
   test('registering returns the device with defaulted units and its key once; reads never show the key', async () => {
@@ -140,12 +140,20 @@ describe('headless pairing', () => {
     const first = await poll(claim.claim_id)
     expect(first).toEqual({ status: 'claimed', device_id: device.id, device_key: expect.stringMatching(/^hrs_dev_/) })
     expect(await poll(claim.claim_id)).toEqual({ status: 'claimed', device_id: device.id })
-    // The handed-over key works as that device's key, and the stored copy is gone.
+    // The handed-over key works as that device's key; the table holds neither it nor the claim id in plain text.
     expect((await env.request('GET', `/api/v1/sensors/devices/${device.id}`, { token: first.device_key })).status).toBe(200)
-    const [row] = await env.deps.database.db.select().from(pairingClaims).where(eq(pairingClaims.id, claim.claim_id))
-    expect(row?.device_key).toBeNull()
-    const types = (await env.deps.database.db.select().from(outboxEvents).where(eq(outboxEvents.account_id, key.accountId)).orderBy(outboxEvents.id)).map((e) => e.type)
-    expect(types).toEqual(['sensor_device.created', 'sensor_device.paired'])
+    const rows = await env.deps.database.db.select().from(pairingClaims).where(eq(pairingClaims.device_id, device.id))
+    expect(rows.length).toBe(1)
+    expect(rows[0]!.claim_hash).toBe(claimHash(claim.claim_id))
+    expect(rows[0]!.key_issued_at).not.toBeNull()
+    const dump = JSON.stringify(await env.deps.database.db.select().from(pairingClaims))
+    expect(dump).not.toContain(claim.claim_id)
+    expect(dump).not.toContain(first.device_key)
+    const events = await env.deps.database.db.select().from(outboxEvents).where(eq(outboxEvents.account_id, key.accountId)).orderBy(outboxEvents.id)
+    expect(events.map((e) => e.type)).toEqual(['sensor_device.created', 'sensor_device.paired'])
+    // Events travel to webhooks: the paired one names the code the owner entered, never the device's secret.
+    expect(JSON.stringify(events)).not.toContain(claim.claim_id)
+    expect(JSON.stringify(events[1])).toContain(claim.user_code)
     // A code works once.
     await problem(await env.request('POST', '/api/v1/sensors/devices', { token: key.token, body: { claim_code: claim.user_code } }), 422, 'validation_failed')
   })
@@ -161,7 +169,7 @@ describe('headless pairing', () => {
   test('an expired claim reports expired and its code no longer pairs', async () => {
     const key = await env.account({ scopes: SCOPES })
     const claim = await startClaim()
-    await env.deps.database.db.update(pairingClaims).set({ expires_at: new Date(Date.now() - 1000) }).where(eq(pairingClaims.id, claim.claim_id))
+    await env.deps.database.db.update(pairingClaims).set({ expires_at: new Date(Date.now() - 1000) }).where(eq(pairingClaims.claim_hash, claimHash(claim.claim_id)))
     await problem(await env.request('POST', '/api/v1/sensors/devices', { token: key.token, body: { claim_code: claim.user_code } }), 422, 'validation_failed')
     await waitInterval(claim.claim_id)
     expect(await poll(claim.claim_id)).toEqual({ status: 'expired' })
@@ -190,7 +198,7 @@ describe('pairing claims per client address', () => {
 
   test('the 11th claim in a minute is refused with 429 and Retry-After, and stores nothing', async () => {
     for (let i = 0; i < 10; i++) expect((await own.request('POST', '/api/v1/sensors/claim/start')).status).toBe(201)
-    const stored = async () => (await own.deps.database.db.select({ id: pairingClaims.id }).from(pairingClaims)).length
+    const stored = async () => (await own.deps.database.db.select({ hash: pairingClaims.claim_hash }).from(pairingClaims)).length
     const before = await stored()
     const limited = await own.request('POST', '/api/v1/sensors/claim/start')
     await problem(limited, 429, 'rate_limited')

@@ -3,7 +3,6 @@
 // reading there exactly once, and a retried batch of a reading not yet moved still adds nothing.
 // On Postgres a million readings and a real SIGKILL; on PGlite (one process) fewer, stopped and resumed in-process.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Database } from '../../db/client.ts'
 import { openPglite, openPostgres } from '../../db/client.ts'
@@ -12,10 +11,9 @@ import type { Reading } from '../../ingest/stores/interface.ts'
 import { moveLegacyBatch, type LegacyPosition } from '../../ingest/stores/sql-layout.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import { freshDatabase, REAL_DATABASE_URL, waitFor } from '../helpers.ts'
-import { tempDataDir } from '../process-helpers.ts'
+import { migrationsUpTo } from '../process-helpers.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
-const MIGRATIONS = join(ROOT, 'db', 'migrations')
 const LEGACY_READINGS = REAL_DATABASE_URL ? 1_000_000 : 40_000
 const CHANNELS = 40
 const MINUTE = 60_000
@@ -26,17 +24,6 @@ let database: Database
 const start = Date.UTC(2026, 0, 5)
 const perChannel = LEGACY_READINGS / CHANNELS
 
-/** The migrations up to 0006 (the layout before the compact one), in a folder of their own. */
-function migrationsBefore0007(): string {
-  const folder = join(tempDataDir(), 'migrations')
-  mkdirSync(join(folder, 'meta'), { recursive: true })
-  const journal = JSON.parse(readFileSync(join(MIGRATIONS, 'meta', '_journal.json'), 'utf8'))
-  journal.entries = journal.entries.filter((e: { idx: number }) => e.idx <= 6)
-  writeFileSync(join(folder, 'meta', '_journal.json'), JSON.stringify(journal))
-  for (const entry of journal.entries) copyFileSync(join(MIGRATIONS, `${entry.tag}.sql`), join(folder, `${entry.tag}.sql`))
-  return folder
-}
-
 const count = async (sql: string) => Number((await database.query<{ n: number }>(sql))[0]!.n)
 const legacyLeft = () => count(`select count(*)::int as n from sensor_readings_legacy`).catch(() => 0)
 const moved = () => count(`select count(*)::int as n from readings`)
@@ -45,7 +32,8 @@ const legacyReading = (i: number): Reading => ({ accountId: 'acc_legacy', device
 beforeAll(async () => {
   fresh = await freshDatabase()
   database = fresh.databaseUrl ? await openPostgres(fresh.databaseUrl) : await openPglite('memory://')
-  await database.migrate(migrationsBefore0007())
+  // The migrations up to 0006: the layout before the compact one.
+  await database.migrate(migrationsUpTo(6))
   // The old layout as the service wrote it: series catalogued, readings with their text ids and series id.
   await database.query(`insert into reading_series (account_id, device_id, channel, metric) select 'acc_legacy', 'dev_' || d, 'c0', 'temperature' from generate_series(0, ${CHANNELS - 1}) d`)
   // In steps of 100,000: each statement runs under the records pool's 10 s statement timeout, and a million rows in

@@ -10,7 +10,7 @@ import { principalMacro } from '../../http/request.ts'
 import { PageOf, pageQuery, JsonInteger } from '../../http/schemas.ts'
 import { isId } from '../../ids.ts'
 import { IdOf, Instant, UpdatedSince, nullable, oneOf } from '../../records/fields.ts'
-import { CLAIM_TTL_SECONDS, POLL_INTERVAL_SECONDS, VERIFICATION_PATH, pollClaim, startClaim } from './pairing.ts'
+import { CLAIM_POLLS_PER_MINUTE, CLAIM_TTL_SECONDS, POLL_INTERVAL_SECONDS, VERIFICATION_PATH, pollClaim, startClaim } from './pairing.ts'
 import { createDevice, deleteDevice, getDevice, listDevices, presentDevice, updateDevice } from './service.ts'
 
 const ChannelKey = t.String({ minLength: 1, maxLength: 32, pattern: '^[A-Za-z0-9_.-]+$', description: 'The name the device reports the channel under, e.g. `t1`.', examples: ['t1'] })
@@ -68,7 +68,7 @@ const ClaimStart = t.Object({
 }, { additionalProperties: false })
 
 const ClaimStarted = t.Object({
-  claim_id: IdOf('claim', 'Poll GET /sensors/claim/status with it.'),
+  claim_id: IdOf('claim', 'A secret, the device\'s alone: whoever presents it to GET /sensors/claim/status is handed the device key once the owner approves. Its 80 random bits are drawn for it alone (never derived from another id), and the service keeps only its hash. Keep it out of logs and displays; show the owner `user_code` instead.'),
   user_code: t.String({ pattern: '^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$', examples: ['BCDF-GHJK'], description: 'Show this to the owner; consonants only, no ambiguous characters.' }),
   verification_uri: t.String({ format: 'uri', description: 'The web console page where the owner enters the code and approves the device (or sends the code as `claim_code` of POST /sensors/devices), absolute as RFC 8628 asks.' }),
   verification_uri_complete: t.String({ format: 'uri', description: 'verification_uri with the code filled in (RFC 8628 §3.3.1), e.g. for a QR code; the owner still confirms before the device is paired.' }),
@@ -79,7 +79,7 @@ const ClaimStarted = t.Object({
 const ClaimState = t.Object({
   status: oneOf(['pending', 'slow_down', 'claimed', 'expired']),
   device_id: t.Optional(IdOf('device')),
-  device_key: t.Optional(t.String({ description: 'On the first poll after the claim only.' })),
+  device_key: t.Optional(t.String({ description: 'On the first poll after the claim only: minted for that poll, stored only as a hash, never shown again.' })),
 }, { $id: '#/components/schemas/ClaimStatus' })
 
 const IdParam = t.Object({ id: t.String({ description: 'A device id (`dev_…`).' }) })
@@ -161,12 +161,18 @@ export function sensorsModule(deps: Deps) {
       response: { 201: ClaimStarted },
       detail: op({ operationId: 'startDeviceClaim', summary: 'Start pairing a headless device', description: 'No key needed. Limited to 10 claims per minute per client address. `verification_uri` is on the service\'s configured public URL (`PUBLIC_URL`), never on the request\'s Host or X-Forwarded-* headers, so a caller cannot make a device send its owner elsewhere.', tags: ['Sensors'], auth: 'public', errors: [422, 429] }),
     })
-    .get('/sensors/claim/status', ({ query }) => {
+    .get('/sensors/claim/status', async ({ request, query, server }) => {
+      // Counted before the id is looked at, so unknown and malformed ids cost a guesser the same as real ones.
+      const address = server?.requestIP(request)?.address ?? 'unknown'
+      const { count, resetMs } = await deps.rateLimiter.exact(`claim-status:${address}`, 60_000)
+      if (count > CLAIM_POLLS_PER_MINUTE) {
+        throw new ApiError('rate_limited', 'Too many pairing polls from this address; try again shortly.', { headers: { 'retry-after': String(Math.ceil(resetMs / 1000)) } })
+      }
       if (!isId('claim', query.claim_id)) throw new ApiError('not_found', 'No such claim.')
       return pollClaim(deps, query.claim_id)
     }, {
-      query: t.Object({ claim_id: t.String({ maxLength: 40 }) }),
+      query: t.Object({ claim_id: t.String({ maxLength: 40, description: 'The claim id POST /sensors/claim/start returned: a secret (see ClaimStarted.claim_id).' }) }),
       response: { 200: ClaimState },
-      detail: op({ operationId: 'getDeviceClaim', summary: 'Poll for a pairing result', description: `No key needed. Poll every ${POLL_INTERVAL_SECONDS} s; the first poll after the owner claims the device carries its key.`, tags: ['Sensors'], auth: 'public', errors: [404] }),
+      detail: op({ operationId: 'getDeviceClaim', summary: 'Poll for a pairing result', description: `No key needed: the claim id is the secret. Poll every ${POLL_INTERVAL_SECONDS} s; polling sooner answers \`slow_down\` (RFC 8628 §3.5). The first poll after the owner claims the device mints its key and carries it; later polls carry only \`device_id\`. A claim whose device was deleted before its key was handed over answers \`expired\`. Limited to ${CLAIM_POLLS_PER_MINUTE} polls per minute per client address, unknown claim ids included (429 with Retry-After).`, tags: ['Sensors'], auth: 'public', errors: [404, 429] }),
     })
 }

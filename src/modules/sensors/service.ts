@@ -64,8 +64,8 @@ export function listDevices(deps: Pick<Deps, 'cursors' | 'database'>, accountId:
 }
 
 /**
- * Registers a device and mints its key. With `claim_code` it completes a pairing claim instead: the key then
- * goes to the device through its next poll, never to the caller, so it exists in exactly one place.
+ * Registers a device and mints its key. With `claim_code` it completes a pairing claim instead: the key is then
+ * minted by the device's next poll and goes only to it, never to the caller, so it exists in exactly one place.
  */
 export async function createDevice(deps: Pick<Deps, 'database' | 'rateLimiter'>, accountId: string, input: DeviceInput): Promise<{ row: DeviceRow; key: string | null }> {
   const result = await deps.database.db.transaction(async (tx) => {
@@ -77,13 +77,16 @@ export async function createDevice(deps: Pick<Deps, 'database' | 'rateLimiter'>,
       id, account_id: accountId, name: input.name ?? (claim?.model ? `${claim.model} ${claim.user_code}` : `Device ${claim?.user_code ?? ''}`.trim()),
       model: input.model ?? claim?.model ?? null, hardware_id: input.hardware_id ?? claim?.hardware_id ?? null, channels,
     }).returning()
-    const { token } = await createKey(tx, { accountId, kind: 'device', name: `device ${id}`, deviceId: id })
     await appendEvent(tx, accountId, 'sensor_device.created', presentDevice(row!))
     if (claim) {
-      await claim.complete(id, token)
-      await appendEvent(tx, accountId, 'sensor_device.paired', { ...presentDevice(row!), claim_id: claim.id })
+      // No key yet: the device's own poll mints it (pairing.ts), so it never exists anywhere but with the device.
+      await claim.complete(id)
+      // The code the owner entered, not the claim id: that is the device's secret, and events travel to webhooks.
+      await appendEvent(tx, accountId, 'sensor_device.paired', { ...presentDevice(row!), user_code: claim.user_code })
+      return { row: row!, key: null }
     }
-    return { row: row!, key: claim ? null : token }
+    const { token } = await createKey(tx, { accountId, kind: 'device', name: `device ${id}`, deviceId: id })
+    return { row: row!, key: token }
   })
   return result
 }
