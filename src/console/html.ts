@@ -25,7 +25,7 @@ export const ASSET_PATH = `${CONSOLE_PATH}/assets`
 export interface Frame {
   title: string
   /** The signed-in person's view, or undefined on the sign-in page. */
-  nav?: { active: 'keys' | 'devices' | 'activate'; accountName: string; csrf: string }
+  nav?: { active: 'keys' | 'devices' | 'activate'; accountName: string; csrf: string; offers: { devices: boolean; activate: boolean } }
   body: Html
 }
 
@@ -37,7 +37,7 @@ export function page({ title, nav, body }: Frame): string {
 <title>${title} · Husbandry Records console</title>
 <link rel="icon" href="${ASSET_PATH}/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="${ASSET_PATH}/console.css"><script src="${ASSET_PATH}/console.js" defer></script></head>
 <body><header><span class="brand">Husbandry Records</span>${nav ? html`
-<nav>${link('keys', 'API', 'keys')}${link('devices', 'Devices', 'devices')}${link('activate', 'Activate a device', 'activate')}</nav>
+<nav>${link('keys', 'API', 'keys')}${nav.offers.devices ? link('devices', 'Devices', 'devices') : ''}${nav.offers.activate ? link('activate', 'Activate a device', 'activate') : ''}</nav>
 <form method="post" action="${CONSOLE_PATH}/sign-out" class="sign-out"><input type="hidden" name="csrf" value="${nav.csrf}">
 <span class="account">${nav.accountName}</span><button type="submit" class="link">Sign out</button></form>` : ''}</header>
 <main><h1>${title}</h1>${body}</main>

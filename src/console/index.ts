@@ -8,7 +8,7 @@ import { and, count, eq, isNull } from 'drizzle-orm'
 import { Elysia, t } from 'elysia'
 import { animals, environments, sensorDevices } from '../../db/schema/index.ts'
 import { getAccount } from '../accounts.ts'
-import { createKey, findKeyById, listKeys, revokeKeyEverywhere, type KeyRow } from '../auth/keys.ts'
+import { createKey, findKeyById, listKeys, maskedToken, revokeKeyEverywhere, type KeyRow } from '../auth/keys.ts'
 import { isScope, type Scope } from '../auth/scopes.ts'
 import { isLoopbackHost } from '../config.ts'
 import type { Deps } from '../deps.ts'
@@ -25,11 +25,21 @@ import {
   readSession, sameToken, setCookie, type Session,
 } from './session.ts'
 
-/** Who is looking: a live session whose key is still live and still holds keys:write. */
+/** Who is looking: a live session whose key is still live, still holds keys:write, and whose plan reaches the API. */
 interface Viewer { sessionId: string; session: Session; key: KeyRow; accountName: string }
 
 const KEYS_SCOPE: Scope = 'keys:write'
 const PAIR_SCOPE: Scope = 'sensors:write'
+/**
+ * Each page shows what API routes show, so it asks for their scopes (issue 55: a keys:write-only key saw every
+ * device and its readings here while the API answered it 403): devices as GET /sensors/devices, readings as GET
+ * /environment/readings, environment names as GET /environment/environments, animal counts as GET /animals.
+ */
+const DEVICES_SCOPE: Scope = 'sensors:read'
+const READINGS_SCOPE: Scope = 'environment:read'
+const ENVIRONMENTS_SCOPE: Scope = 'environment:read'
+const ANIMALS_SCOPE: Scope = 'animals:read'
+const holds = (viewer: Viewer, scope: Scope) => viewer.key.scopes.includes(scope)
 const CHANNEL_ROWS = 4
 const SIGN_IN_FORM_TTL_MS = 30 * 60 * 1000
 /** Pages may load only what the console serves itself; inline SVG needs nothing more. */
@@ -75,7 +85,9 @@ export function consoleModule(deps: Deps) {
     const live = key && key.accountId === session.accountId && !key.revokedAt && (!key.expiresAt || key.expiresAt.getTime() > Date.now())
     if (!live || !key.scopes.includes(KEYS_SCOPE)) return undefined
     const account = await getAccount(db, session.accountId)
-    return account ? { sessionId: sessionId!, session, key, accountName: account.name } : undefined
+    // The API's plan check, as at sign-in: a plan that loses API access ends its console sessions too.
+    if (!account || !planHasAccess(account.plan, account.liveTestAllowlisted, deps.platform.current())) return undefined
+    return { sessionId: sessionId!, session, key, accountName: account.name }
   }
 
   /**
@@ -98,7 +110,7 @@ export function consoleModule(deps: Deps) {
     const viewer = await viewerOf(c.request)
     if (!viewer) {
       const back = c.request.method === 'GET' ? pathAndQuery(c.request) : `${CONSOLE_PATH}/keys`
-      return redirect(c, `${CONSOLE_PATH}/sign-in?next=${encodeURIComponent(back)}`, clearCookie(c.request, SESSION_COOKIE))
+      return redirect(c, `${CONSOLE_PATH}/sign-in?next=${encodeURIComponent(back)}`, clearCookie(c.request, deps.config.publicUrl, SESSION_COOKIE))
     }
     return handle(c, viewer)
   }
@@ -113,15 +125,24 @@ export function consoleModule(deps: Deps) {
       return handle(c, viewer, form)
     })
 
-  const nav = (viewer: Viewer, active: 'keys' | 'devices' | 'activate') => ({ active, accountName: viewer.accountName, csrf: viewer.session.csrf })
+  /** The menu offers only the pages the signed-in key may see. */
+  const nav = (viewer: Viewer, active: 'keys' | 'devices' | 'activate') => ({
+    active, accountName: viewer.accountName, csrf: viewer.session.csrf,
+    offers: { devices: holds(viewer, DEVICES_SCOPE), activate: holds(viewer, PAIR_SCOPE) },
+  })
+
+  /** A page whose data the key may not read: 403, saying which scope it lacks, and nothing of the data. */
+  const lacking = (c: Reply, viewer: Viewer, scope: Scope, what: string, active: 'keys' | 'devices' | 'activate') =>
+    respond(c, { title: 'Not allowed', nav: nav(viewer, active), body: errorBody(`Your key lacks the ${scope} scope, which ${what} needs (as the API's own route does).`) }, 403)
 
   async function keysPage(c: Reply, viewer: Viewer, extra: { created?: { key: KeyRow; token: string }; message?: Html; form?: { name?: string; scopes?: readonly string[]; expiresOn?: string } } = {}, status = 200) {
     const accountId = viewer.session.accountId
-    const [account, keys, [animalCount], [deviceCount]] = await Promise.all([
-      getAccount(db, accountId),
-      listKeys(db, accountId),
-      db.select({ n: count() }).from(animals).where(and(eq(animals.account_id, accountId), isNull(animals.deleted_at))),
-      db.select({ n: count() }).from(sensorDevices).where(and(eq(sensorDevices.account_id, accountId), isNull(sensorDevices.deleted_at))),
+    // Counts only of what the key may read; the others are not even asked.
+    const countOf = async (scope: Scope, table: typeof animals | typeof sensorDevices) => holds(viewer, scope)
+      ? (await db.select({ n: count() }).from(table).where(and(eq(table.account_id, accountId), isNull(table.deleted_at))))[0]?.n ?? 0
+      : undefined
+    const [account, keys, animalCount, deviceCount] = await Promise.all([
+      getAccount(db, accountId), listKeys(db, accountId), countOf(ANIMALS_SCOPE, animals), countOf(DEVICES_SCOPE, sensorDevices),
     ])
     const personal = keys.filter((k) => k.kind === 'personal')
     const now = Date.now()
@@ -129,7 +150,7 @@ export function consoleModule(deps: Deps) {
       account: account!, apiAccess: planHasAccess(account!.plan, account!.liveTestAllowlisted, deps.platform.current()),
       personalLimit: rateLimitFor(deps.config, account!.plan, 'personal'), deviceLimit: rateLimitFor(deps.config, account!.plan, 'device'),
       windowSeconds: deps.config.rateLimitWindowSeconds,
-      usage: { activeKeys: personal.filter((k) => !k.revokedAt && (!k.expiresAt || k.expiresAt.getTime() > now)).length, devices: deviceCount?.n ?? 0, animals: animalCount?.n ?? 0 },
+      usage: { activeKeys: personal.filter((k) => !k.revokedAt && (!k.expiresAt || k.expiresAt.getTime() > now)).length, devices: deviceCount, animals: animalCount },
     }
     return respond(c, {
       title: 'API keys', nav: nav(viewer, 'keys'),
@@ -141,11 +162,12 @@ export function consoleModule(deps: Deps) {
     .where(eq(environments.account_id, accountId)).orderBy(environments.name)
 
   async function activatePage(c: Reply, viewer: Viewer, input: { userCode: string; name: string; channels: ChannelRowInput[]; errors?: FieldError[]; error?: string }, status = 200) {
-    const places = await environmentsOf(viewer.session.accountId)
+    // Environment names only to a key that may pair and read them; otherwise the page offers no environment picker.
+    const places = holds(viewer, PAIR_SCOPE) && holds(viewer, ENVIRONMENTS_SCOPE) ? await environmentsOf(viewer.session.accountId) : undefined
     const channels = [...input.channels, ...Array.from({ length: CHANNEL_ROWS }, () => ({ key: '', metric: '', environment_id: '' }))].slice(0, Math.max(CHANNEL_ROWS, input.channels.length))
     return respond(c, {
       title: 'Activate a device', nav: nav(viewer, 'activate'),
-      body: activateBody({ csrf: viewer.session.csrf, ...input, channels, environments: places, canPair: viewer.key.scopes.includes(PAIR_SCOPE) }),
+      body: activateBody({ csrf: viewer.session.csrf, ...input, channels, environments: places, canPair: holds(viewer, PAIR_SCOPE) }),
     }, status)
   }
 
@@ -160,7 +182,7 @@ export function consoleModule(deps: Deps) {
       if (canonical) return redirect(c, canonical)
       if (await viewerOf(c.request)) return redirect(c, safeNext(c.query.next))
       const csrf = cookieOf(c.request, SIGN_IN_COOKIE) ?? randomToken()
-      c.set.headers['set-cookie'] = setCookie(c.request, SIGN_IN_COOKIE, csrf, SIGN_IN_FORM_TTL_MS)
+      c.set.headers['set-cookie'] = setCookie(c.request, deps.config.publicUrl, SIGN_IN_COOKIE, csrf, SIGN_IN_FORM_TTL_MS)
       return respond(c, { title: 'Sign in', body: signInBody({ csrf, next: safeNext(c.query.next) }) })
     }, { query: t.Object({ next: t.Optional(t.String()) }), detail: { hide: true } })
 
@@ -169,25 +191,34 @@ export function consoleModule(deps: Deps) {
       const csrf = cookieOf(c.request, SIGN_IN_COOKIE)
       const again = (status: number, error: string) => {
         const fresh = csrf ?? randomToken()
-        c.set.headers['set-cookie'] = setCookie(c.request, SIGN_IN_COOKIE, fresh, SIGN_IN_FORM_TTL_MS)
+        c.set.headers['set-cookie'] = setCookie(c.request, deps.config.publicUrl, SIGN_IN_COOKIE, fresh, SIGN_IN_FORM_TTL_MS)
         return respond(c, { title: 'Sign in', body: signInBody({ csrf: fresh, next: safeNext(form.next), error }) }, status)
       }
       if (!sameToken(form.csrf, csrf)) return again(403, 'The sign-in form expired or did not come from this console. Nothing was done; try again.')
       const principal = form.token ? await deps.authenticator.verify(form.token.trim()) : undefined
       if (!principal || principal.kind !== 'personal') return again(401, 'That key is unknown, revoked or expired (or is a device key).')
       if (!principal.scopes.includes(KEYS_SCOPE)) return again(403, `That key lacks the ${KEYS_SCOPE} scope, which the console needs.`)
+      // The API's own plan check (CONTRACT §2's order: the plan before the scope would be asked of a request).
+      if (!planHasAccess(principal.plan, principal.liveTestAllowlisted, deps.platform.current())) {
+        return again(403, 'This account\'s plan does not include API access (the Breeder plan or above), so it cannot manage keys or devices.')
+      }
+      // Signing in again ends the session this browser had, rather than leaving it alive beside the new one.
+      await endSession(deps.shared, cookieOf(c.request, SESSION_COOKIE))
       const { id } = await createSession(deps.shared, { accountId: principal.accountId, keyId: principal.keyId })
-      return redirect(c, safeNext(form.next), setCookie(c.request, SESSION_COOKIE, id, SESSION_TTL_MS))
+      return redirect(c, safeNext(form.next), setCookie(c.request, deps.config.publicUrl, SESSION_COOKIE, id, SESSION_TTL_MS))
     }, { detail: { hide: true } })
 
     .post(`${CONSOLE_PATH}/sign-out`, withCsrf(async (c, viewer) => {
       await endSession(deps.shared, viewer.sessionId)
-      return redirect(c, `${CONSOLE_PATH}/sign-in`, clearCookie(c.request, SESSION_COOKIE))
+      return redirect(c, `${CONSOLE_PATH}/sign-in`, clearCookie(c.request, deps.config.publicUrl, SESSION_COOKIE))
     }), { detail: { hide: true } })
 
     .get(`${CONSOLE_PATH}/keys`, signedIn(async (c, viewer) => {
-      const revoked = c.query.revoked
-      return keysPage(c, viewer, revoked ? { message: notice('ok', html`Key <code>${revoked}</code> revoked; every server refuses it now.`) } : {})
+      // The notice comes from the key's own row, never from the query's text: only a revoked key of this account shows.
+      const id = c.query.revoked
+      const key = id && isId('key', id) ? await findKeyById(db, id) : undefined
+      const revoked = key && key.accountId === viewer.session.accountId && key.kind === 'personal' && key.revokedAt ? key : undefined
+      return keysPage(c, viewer, revoked ? { message: notice('ok', html`Key <strong>${revoked.name}</strong> (<code>${maskedToken(revoked)}</code>) revoked; every server refuses it now.`) } : {})
     }), { query: t.Object({ revoked: t.Optional(t.String()) }), detail: { hide: true } })
 
     .post(`${CONSOLE_PATH}/keys`, withCsrf(async (c, viewer, form) => {
@@ -251,11 +282,13 @@ export function consoleModule(deps: Deps) {
     }), { detail: { hide: true } })
 
     .get(`${CONSOLE_PATH}/devices`, signedIn(async (c, viewer) => {
+      if (!holds(viewer, DEVICES_SCOPE)) return lacking(c, viewer, DEVICES_SCOPE, 'listing devices', 'devices')
       const page = await listDevices(deps, viewer.session.accountId, { limit: 200 })
       return respond(c, { title: 'Devices', nav: nav(viewer, 'devices'), body: devicesBody(page.data) })
     }), { detail: { hide: true } })
 
     .get(`${CONSOLE_PATH}/devices/:id`, signedIn(async (c, viewer) => {
+      if (!holds(viewer, DEVICES_SCOPE)) return lacking(c, viewer, DEVICES_SCOPE, 'a device\'s page', 'devices')
       const id = c.params.id ?? ''
       // A sighting this process has not written back yet (once a second) is newer than the row's: right after a
       // device's first readings, the page said "never" for up to a second. Asked before the row is read: a
@@ -266,13 +299,17 @@ export function consoleModule(deps: Deps) {
       const now = Date.now()
       const window = { from: now - 24 * 3600 * 1000, to: now }
       // Quarter-hour averages of the last day: at most 96 points per channel, however often the device reports.
-      const buckets = await deps.readings.buckets({ accountId: viewer.session.accountId, deviceId: row.id, from: window.from, to: now + 5 * 60 * 1000 }, { interval: '15m', aggregates: ['avg'], groupBy: 'series' }, 2000)
-      const points = buckets.map((b) => ({ ts: b.ts, channel: b.channel!, metric: b.metric, value: b.avg! }))
-      const places = new Map((await environmentsOf(viewer.session.accountId)).map((e) => [e.id, e.name]))
+      const points = holds(viewer, READINGS_SCOPE)
+        ? (await deps.readings.buckets({ accountId: viewer.session.accountId, deviceId: row.id, from: window.from, to: now + 5 * 60 * 1000 }, { interval: '15m', aggregates: ['avg'], groupBy: 'series' }, 2000))
+          .map((b) => ({ ts: b.ts, channel: b.channel!, metric: b.metric, value: b.avg! }))
+        : []
+      // Without environment:read a channel shows its environment's id, as GET /sensors/devices/{id} does, not its name.
+      const places = new Map(holds(viewer, ENVIRONMENTS_SCOPE) ? (await environmentsOf(viewer.session.accountId)).map((e) => [e.id, e.name]) : [])
       const seen = pending !== undefined && (!row.last_seen_at || row.last_seen_at.getTime() < pending) ? { ...row, last_seen_at: new Date(pending) } : row
       const device = presentDevice(seen)
       // The header and the charts read the same list, so neither lags the other.
       const unmapped = unmappedChannels(device, points)
-      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody({ ...device, unmapped_channels: unmapped }, places, readingsChart(points, window, unmapped)) })
+      const chart = holds(viewer, READINGS_SCOPE) ? readingsChart(points, window, unmapped) : notice('error', html`Your key lacks the <code>${READINGS_SCOPE}</code> scope, which readings need.`)
+      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody({ ...device, unmapped_channels: unmapped }, places, chart) })
     }), { params: t.Object({ id: t.String() }), detail: { hide: true } })
 }

@@ -28,7 +28,8 @@ export interface AccountFacts {
   personalLimit: number
   deviceLimit: number
   windowSeconds: number
-  usage: { activeKeys: number; devices: number; animals: number }
+  /** Devices and animals are undefined where the signed-in key may not read them (sensors:read, animals:read). */
+  usage: { activeKeys: number; devices: number | undefined; animals: number | undefined }
 }
 
 export function keysBody(input: {
@@ -48,7 +49,7 @@ ${input.message ?? ''}
 <div><dt>API access</dt><dd>${facts.apiAccess ? 'yes' : 'no: needs the Breeder plan or above'}</dd></div>
 <div><dt>Rate limit, personal keys</dt><dd>${facts.personalLimit} requests / ${facts.windowSeconds} s per key</dd></div>
 <div><dt>Rate limit, device keys</dt><dd>${facts.deviceLimit} requests / ${facts.windowSeconds} s per device</dd></div>
-<div><dt>Usage</dt><dd>${count(facts.usage.activeKeys, 'active key')} · ${count(facts.usage.devices, 'device')} · ${count(facts.usage.animals, 'animal')}</dd></div>
+<div><dt>Usage</dt><dd>${[count(facts.usage.activeKeys, 'active key'), facts.usage.devices === undefined ? '' : count(facts.usage.devices, 'device'), facts.usage.animals === undefined ? '' : count(facts.usage.animals, 'animal')].filter(Boolean).join(' · ')}</dd></div>
 </dl></section>
 <section><h2>Create a key</h2><form method="post" action="${CONSOLE_PATH}/keys">${csrfField(input.csrf)}
 <label for="name">Name</label><input type="text" id="name" name="name" maxlength="100" required placeholder="e.g. feeding app" value="${input.form?.name ?? ''}">
@@ -92,7 +93,8 @@ export function placeGroups(places: readonly Place[]): OptionGroup[] {
 }
 
 export function activateBody(input: {
-  csrf: string; userCode: string; name: string; channels: ChannelRowInput[]; environments: readonly Place[]
+  /** Undefined where the key may not read environments: the rows then offer no environment picker. */
+  csrf: string; userCode: string; name: string; channels: ChannelRowInput[]; environments: readonly Place[] | undefined
   canPair: boolean; errors?: FieldError[]; error?: string
 }): Html {
   const option = (o: Option, chosen: string) => html`<option value="${o.value}"${o.value === chosen ? html` selected` : ''}>${o.label}</option>`
@@ -101,16 +103,16 @@ export function activateBody(input: {
       ? groups[0]!.options.map((o) => option(o, chosen))
       : groups.map((g) => html`<optgroup label="${g.label}">${g.options.map((o) => option(o, chosen))}</optgroup>`)}</select>`
   const metrics = [{ label: 'Metrics', options: METRICS.map((m) => ({ value: m.id, label: `${m.name} (${m.unit})` })) }]
-  const places = placeGroups(input.environments)
+  const places = input.environments && placeGroups(input.environments)
   return html`${input.error ? notice('error', input.error) : ''}${input.errors?.length ? notice('error', html`The device was not paired:<br>${input.errors.map((e) => html`${e.path.replace('/body/', '')}: ${e.message}<br>`)}`) : ''}
 ${input.canPair ? '' : notice('error', html`Your key lacks the <code>sensors:write</code> scope, which pairing a device needs.`)}
 <section><form method="post" action="${CONSOLE_PATH}/activate">${csrfField(input.csrf)}
 <p>Enter the code your device shows (or confirm it, if you followed the device's link).</p>
 <label for="user_code">Device code</label><input type="text" class="code-input" id="user_code" name="user_code" required maxlength="20" autocomplete="off" placeholder="BCDF-GHJK" value="${input.userCode}">
 <label for="name">Device name <span class="muted">(optional)</span></label><input type="text" id="name" name="name" maxlength="100" placeholder="e.g. Python rack thermostat" value="${input.name}">
-<h2>Channels</h2><p class="muted">Map what the device reports (e.g. <code>t1</code>) to a metric and an enclosure. Leave rows empty to map later; readings on unmapped channels are kept.</p>
+<h2>Channels</h2><p class="muted">Map what the device reports (e.g. <code>t1</code>) to a metric${input.environments ? ' and an enclosure' : html` (an enclosure too with a key holding <code>environment:read</code>)`}. Leave rows empty to map later; readings on unmapped channels are kept.</p>
 ${input.channels.map((c, i) => html`<div class="row"><input type="text" name="channel.${i}.key" aria-label="channel ${i + 1} key" placeholder="channel, e.g. t${i + 1}" maxlength="32" value="${c.key}">
-${select(`channel.${i}.metric`, metrics, c.metric, 'metric…')}${select(`channel.${i}.environment_id`, places, c.environment_id, 'environment…')}</div>`)}
+${select(`channel.${i}.metric`, metrics, c.metric, 'metric…')}${places ? select(`channel.${i}.environment_id`, places, c.environment_id, 'environment…') : ''}</div>`)}
 <p><button type="submit"${input.canPair ? '' : html` disabled`}>Approve device</button></p></form></section>`
 }
 

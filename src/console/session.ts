@@ -54,23 +54,32 @@ export function sameToken(a: string | undefined, b: string | undefined): boolean
   return x.length === y.length && timingSafeEqual(x, y)
 }
 
+/** A cookie's value; one that is not valid percent-encoding (`%E0%A4%A`) is as absent as no cookie at all. */
 export function cookieOf(request: Request, name: string): string | undefined {
   for (const part of (request.headers.get('cookie') ?? '').split(';')) {
     const eq = part.indexOf('=')
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim())
+    if (eq === -1 || part.slice(0, eq).trim() !== name) continue
+    try {
+      return decodeURIComponent(part.slice(eq + 1).trim())
+    } catch {
+      return undefined
+    }
   }
   return undefined
 }
 
-/** Secure whenever the browser reached us over TLS (directly or through a proxy that says so). */
-function servedOverTls(request: Request): boolean {
-  return request.url.startsWith('https:') || request.headers.get('x-forwarded-proto') === 'https'
+/**
+ * Secure whenever the service's public URL is https (PUBLIC_URL: how people reach it, whatever a proxy forwards)
+ * or the browser reached us over TLS, directly or through a proxy that says so.
+ */
+function servedOverTls(request: Request, publicUrl: string): boolean {
+  return publicUrl.startsWith('https:') || request.url.startsWith('https:') || request.headers.get('x-forwarded-proto') === 'https'
 }
 
-export function setCookie(request: Request, name: string, value: string, maxAgeMs: number): string {
+export function setCookie(request: Request, publicUrl: string, name: string, value: string, maxAgeMs: number): string {
   const attributes = [`${name}=${encodeURIComponent(value)}`, `Path=${COOKIE_PATH}`, `Max-Age=${Math.floor(maxAgeMs / 1000)}`, 'HttpOnly', 'SameSite=Strict']
-  if (servedOverTls(request)) attributes.push('Secure')
+  if (servedOverTls(request, publicUrl)) attributes.push('Secure')
   return attributes.join('; ')
 }
 
-export const clearCookie = (request: Request, name: string) => setCookie(request, name, '', 0)
+export const clearCookie = (request: Request, publicUrl: string, name: string) => setCookie(request, publicUrl, name, '', 0)

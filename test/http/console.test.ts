@@ -1,12 +1,13 @@
 // The web console over HTTP, as a browser would drive it (forms, cookies, redirects): sign-in, sessions and
 // their expiry, CSRF, key creation within the signed-in key's scopes, revocation, pairing, and account isolation.
 import { afterAll, beforeAll, describe, expect, setSystemTime, test } from 'bun:test'
-import { listKeys } from '../../src/auth/keys.ts'
+import { createKey, listKeys } from '../../src/auth/keys.ts'
 import { ALL_SCOPES, type Scope } from '../../src/auth/scopes.ts'
 import { SESSION_TTL_MS } from '../../src/console/session.ts'
 import { createTestEnv, type TestEnv } from '../helpers.ts'
 import { ENVIRONMENT_KINDS } from '../../db/schema/records.ts'
-import { environments } from '../../db/schema/index.ts'
+import { accounts, environments } from '../../db/schema/index.ts'
+import { eq } from 'drizzle-orm'
 import { newId } from '../../src/ids.ts'
 import { loadConfig } from '../../src/config.ts'
 import { join } from 'node:path'
@@ -312,6 +313,158 @@ test('a JSON body with non-text fields is refused like a form without its token,
   const res = await fetch(`${env.baseUrl}/console/keys`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ csrf: 12, name: ['x'], 'scope:animals:read': true }) })
   expect(res.status).toBe(403)
   expect((await listKeys(env.deps.database.db, accountId)).length).toBe(before)
+})
+
+describe('each page asks for the scopes of the API routes that show its data', () => {
+  /** An account with a device reporting into a named environment, and a console key holding `keys:write` plus `scopes`. */
+  async function siteAnd(scopes: readonly Scope[]) {
+    const owner = await consoleAccount()
+    const room = newId('environment')
+    await env.deps.database.db.insert(environments).values({ id: room, account_id: owner.accountId, name: 'Secret snake room', kind: ENVIRONMENT_KINDS[0] })
+    const device = await (await env.request('POST', '/api/v1/sensors/devices', { token: owner.token, body: { name: 'Hidden hub', hardware_id: 'HW-SECRET-42', channels: [{ key: 't1', metric: 'temperature', environment_id: room }] } })).json()
+    expect((await env.request('POST', '/api/v1/sensors/readings', { token: device.key, body: { readings: [{ channel: 't1', value: 27.25 }] } })).status).toBe(202)
+    const { token } = await createKey(env.deps.database.db, { accountId: owner.accountId, kind: 'personal', name: 'narrow', scopes: ['keys:write', ...scopes] })
+    return { device, room, ...(await signIn(token)) }
+  }
+  const OTHERS: Scope[] = ['sensors:read', 'sensors:write', 'environment:read', 'animals:read']
+  const without = (scope: Scope) => OTHERS.filter((s) => s !== scope)
+
+  test('without sensors:read: the device list and a device page answer 403 and show no device; the menu offers neither', async () => {
+    const { device, cookie } = await siteAnd(without('sensors:read'))
+    for (const path of ['/console/devices', `/console/devices/${device.id}`]) {
+      const res = await get(path, cookie)
+      expect(res.status).toBe(403)
+      const text = await res.text()
+      expect(text).toContain('lacks the sensors:read scope')
+      for (const secret of ['Hidden hub', 'HW-SECRET-42', device.id.slice(4), 'Secret snake room']) expect(text).not.toContain(secret)
+    }
+    const keys = await (await get('/console/keys', cookie)).text()
+    expect(keys).not.toContain('href="/console/devices"')
+    expect(keys).not.toMatch(/\d+ devices?\b/)
+  })
+
+  test('without environment:read: a device page shows the device but no readings and no environment names; activate offers no environments', async () => {
+    const { device, room, cookie } = await siteAnd(without('environment:read'))
+    const res = await get(`/console/devices/${device.id}`, cookie)
+    expect(res.status).toBe(200)
+    const page = await res.text()
+    expect(page).toContain('Hidden hub')
+    expect(page).toContain('lacks the <code>environment:read</code> scope')
+    expect(page).not.toContain('Secret snake room')
+    expect(page).not.toContain('27.25')
+    expect(page).not.toContain('<svg width="12"')
+    expect(page).toContain(room)
+    const activate = await (await get('/console/activate', cookie)).text()
+    expect(activate).not.toContain('Secret snake room')
+    expect(activate).not.toContain('environment_id')
+  })
+
+  test('without sensors:write: activate offers no environments and cannot pair; the menu does not offer it', async () => {
+    const { cookie } = await siteAnd(without('sensors:write'))
+    const res = await get('/console/activate', cookie)
+    expect(res.status).toBe(200)
+    const page = await res.text()
+    expect(page).toContain('lacks the <code>sensors:write</code> scope')
+    expect(page).not.toContain('Secret snake room')
+    expect(page).not.toContain('href="/console/activate"')
+  })
+
+  test('without animals:read the keys page counts no animals; without sensors:read no devices; with both it counts both', async () => {
+    const noAnimals = await (await get('/console/keys', (await siteAnd(without('animals:read'))).cookie)).text()
+    expect(noAnimals).not.toMatch(/\d+ animals?\b/)
+    expect(noAnimals).toMatch(/\b1 device\b/)
+    const noDevices = await (await get('/console/keys', (await siteAnd(without('sensors:read'))).cookie)).text()
+    expect(noDevices).not.toMatch(/\d+ devices?\b/)
+    expect(noDevices).toMatch(/\b0 animals\b/)
+    const both = await (await get('/console/keys', (await siteAnd(OTHERS)).cookie)).text()
+    expect(both).toMatch(/\b1 device · 0 animals\b/)
+    expect(both).toContain('href="/console/devices"')
+    expect(both).toContain('href="/console/activate"')
+  })
+
+  test('with every scope a device page shows its readings and environment names', async () => {
+    const { device, cookie } = await siteAnd(OTHERS)
+    const page = await (await get(`/console/devices/${device.id}`, cookie)).text()
+    expect(page).toContain('Secret snake room')
+    expect(page).toContain('27.25')
+  })
+})
+
+describe('the low items of the security review', () => {
+  test('a malformed session cookie is treated as absent on every page: sign-in, not a 500', async () => {
+    for (const path of ['/console/keys', '/console/devices', '/console/activate', '/console/sign-in']) {
+      const res = await get(path, 'hrs_console=%E0%A4%A; hrs_console_signin=%E0%A4%A')
+      expect(res.status).toBeLessThan(500)
+      if (path !== '/console/sign-in') expect(isSignInRedirect(res)).toBe(true)
+      else expect(res.status).toBe(200)
+    }
+  })
+
+  test('the revoked notice comes from the key, not the query: other text, another account\'s key or a live key shows nothing', async () => {
+    const { token, accountId } = await consoleAccount()
+    const other = await consoleAccount()
+    const { cookie, csrf } = await signIn(token)
+    for (const revoked of ['<b>pwned</b> all keys', newId('key'), other.keyId]) {
+      const page = await (await get(`/console/keys?revoked=${encodeURIComponent(revoked)}`, cookie)).text()
+      expect(page).not.toContain('revoked; every server refuses it now')
+      expect(page).not.toContain('pwned')
+    }
+    const created = await (await post('/console/keys', { csrf, name: 'to revoke', 'scope:animals:read': 'on' }, cookie)).text()
+    const id = (await listKeys(env.deps.database.db, accountId)).find((k) => k.name === 'to revoke')!.id
+    expect(created).toContain('to revoke')
+    const live = await (await get(`/console/keys?revoked=${id}`, cookie)).text()
+    expect(live).not.toContain('revoked; every server refuses it now')
+    const res = await post(`/console/keys/${id}/revoke`, { csrf }, cookie)
+    expect(res.headers.get('location')).toBe(`/console/keys?revoked=${id}`)
+    const shown = await (await get(res.headers.get('location')!, cookie)).text()
+    expect(shown).toMatch(/Key <strong>to revoke<\/strong> \(<code>hrs_pat_…\w{4}<\/code>\) revoked; every server refuses it now/)
+  })
+
+  test('a plan without API access cannot sign in, and a session ends when its plan loses access', async () => {
+    const free = await env.account({ plan: 'free', scopes: ALL_SCOPES })
+    const form = await get('/console/sign-in')
+    const res = await post('/console/sign-in', { csrf: csrfOf(await form.text())!, token: free.token }, cookiePair(form))
+    expect(res.status).toBe(403)
+    expect(await res.text()).toContain('plan does not include API access')
+    expect(res.headers.get('set-cookie') ?? '').not.toContain('hrs_console=')
+
+    const { token, accountId } = await consoleAccount()
+    const { cookie } = await signIn(token)
+    await env.deps.database.db.update(accounts).set({ plan: 'free' }).where(eq(accounts.id, accountId))
+    expect(isSignInRedirect(await get('/console/keys', cookie))).toBe(true)
+  })
+
+  test('signing in again ends the session the browser had', async () => {
+    const { token } = await consoleAccount()
+    const first = await signIn(token)
+    const form = await get('/console/sign-in?next=/console/keys', first.cookie)
+    // Already signed in, the sign-in page sends the person on; signing in again is a POST with the old cookie.
+    expect(form.status).toBe(303)
+    const fresh = await get('/console/sign-in')
+    const res = await post('/console/sign-in', { csrf: csrfOf(await fresh.text())!, token }, `${first.cookie}; ${cookiePair(fresh)}`)
+    expect(res.status).toBe(303)
+    const second = cookiePair(res)!
+    expect(second).not.toBe(first.cookie)
+    expect((await get('/console/keys', second)).status).toBe(200)
+    expect(isSignInRedirect(await get('/console/keys', first.cookie))).toBe(true)
+  })
+
+  test('the session cookie is Secure whenever PUBLIC_URL is https, even over plain HTTP without X-Forwarded-Proto', async () => {
+    const behindProxy = await createTestEnv({ publicUrl: 'https://records.example.test' })
+    try {
+      const { token } = await behindProxy.account({ scopes: ALL_SCOPES })
+      const form = await fetch(`${behindProxy.baseUrl}/console/sign-in`, { redirect: 'manual' })
+      expect(form.headers.get('set-cookie')).toContain('Secure')
+      const res = await fetch(`${behindProxy.baseUrl}/console/sign-in`, {
+        method: 'POST', redirect: 'manual', headers: { ...FORM, cookie: cookiePair(form)! },
+        body: new URLSearchParams({ csrf: csrfOf(await form.text())!, token }),
+      })
+      expect(res.status).toBe(303)
+      expect(res.headers.get('set-cookie')).toMatch(/^hrs_console=.*; Secure$/)
+    } finally {
+      await behindProxy.close()
+    }
+  })
 })
 
 describe('small things a person sees', () => {
