@@ -386,6 +386,11 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
   broker.on('clientReady', (client) => {
     if (client.closed) return
     connected.add(client)
+    // A revocation heard between authenticate and now found no connection to close (the loop above walks only
+    // connected clients): the key is checked once more now that it is one. The key cache answers while the key is
+    // live; a revoked key has left it, and the store says so.
+    const session = sessions.get(client)
+    if (session) void stillValid(client, session)
     client.conn.once('close', () => {
       connected.delete(client)
       // A clean session ends with its connection, unless a newer connection holds the same session id by now.

@@ -194,6 +194,54 @@ describe.each([4, 5] as const)('MQTT %s (MQTT.js)', (version) => {
     expect(await refusedConnect(version, device.key)).toBe(version === 5 ? 0x86 : 4)
   })
 
+  test('a revocation that lands between the key check and the connection being ready still closes it', async () => {
+    const { owner, device } = await setup()
+    const [key] = await env.deps.database.db.select().from(apiKeys).where(eq(apiKeys.deviceId, device.id))
+    // The key is revoked (in every process) while the listener reads the device for this CONNECT: after the key was
+    // checked, before aedes calls the connection ready.
+    const devices = env.deps.ingest.devices
+    const read = devices.get.bind(devices)
+    devices.get = ((id: string) => id !== device.id ? read(id)
+      : revokeKeyEverywhere(env.deps.database.db, env.deps.authenticator, key!.id).then(() => read(id))) as typeof devices.get
+    try {
+      const client = mqtt.connect(`mqtt://127.0.0.1:${port}`, { protocolVersion: version, username: 'firmware', password: device.key, reconnectPeriod: 0, connectTimeout: 10_000 })
+      clients.push(client)
+      const wasClosed = closed(client)
+      expect(await Promise.race([wasClosed, Bun.sleep(3_000).then(() => 'still open')])).toBe('closed')
+    } finally {
+      devices.get = read
+    }
+    expect(await readingsOf(owner, device.id)).toHaveLength(0)
+  })
+
+  test('HTTP requests and MQTT publishes of one device key count against one limit', async () => {
+    const { device } = await setup()
+    const windowMs = env.config.rateLimitWindowSeconds * 1000
+    // Device limits count in windows aligned to the clock: a run that crosses a window's end starts again, once.
+    let refusedAt: number | undefined
+    for (let attempt = 0; attempt < 2 && refusedAt === undefined; attempt++) {
+      const window = Math.floor(Date.now() / windowMs)
+      const client = await connect(version, device.key)
+      const overHttp = attempt === 0 ? 10 : 0
+      for (let i = 0; i < overHttp; i++) expect((await env.request('GET', `/api/v1/sensors/ping?key=${device.key}&t1=${i}`)).status).toBe(204)
+      for (let i = 0; i <= RATE_LIMIT; i++) {
+        const outcome = await Promise.race([
+          client.publishAsync(`devices/${device.id}/ping`, `t1=${i}`, { qos: 1 }).then(() => 'acknowledged', (error: any) => `refused ${error.code}`),
+          closed(client),
+        ])
+        if (outcome === 'acknowledged') continue
+        expect(outcome).toBe(version === 5 ? 'refused 135' : 'closed')
+        if (Math.floor(Date.now() / windowMs) === window) refusedAt = overHttp + i
+        break
+      }
+      client.end(true)
+    }
+    expect(refusedAt).toBe(RATE_LIMIT)
+    // And the other way round: the window spent over MQTT, the HTTP path refuses too.
+    const res = await env.request('GET', `/api/v1/sensors/ping?key=${device.key}&t1=1`)
+    expect(res.status).toBe(429)
+  })
+
   test('publishes count against the device key\'s rate limit as requests do over HTTP', async () => {
     const { owner, device } = await setup()
     const windowMs = env.config.rateLimitWindowSeconds * 1000
