@@ -1,8 +1,9 @@
 // `bun run bench [scenario…] [--duration S] [--warmup S] [--concurrency N] [--batch N] [--store sql|questdb]
 // [--generators N] [--target URL --token TOKEN]`: runs the bench scenarios (all by default, in order), prints one
-// line per measure with ours, the baseline measured in the same run, the ratio and the target, and writes
-// bench/results/<date>-<commit>.{json,md,svg} and latest.{json,md}. Informational: it exits 0 whether targets
-// are met or not; 1 when a scenario could not run at all; 2 for a mistake on the command line.
+// line per measure with ours, the baseline measured in the same run, the ratio and the target; appends the run's
+// compact record to bench/results.jsonl (committed: lib/run-log.ts) and writes the full report to
+// bench/results/<date>-<commit>.{json,md,svg} and latest.{json,md} (ignored by git). Informational: it exits 0
+// whether targets are met or not; 1 when a scenario could not run at all; 2 for a mistake on the command line.
 //
 // BENCH_SECONDS, BENCH_WARMUP_SECONDS and BENCH_GENERATORS still work (CI sets them); the flags win over them.
 // See bench/README.md.
@@ -13,7 +14,8 @@ import { commandLine, parseBenchArgs, usage, UsageError, type BenchArgs } from '
 import { loadAverage, ROOT } from './lib/processes.ts'
 import { progress } from './lib/progress.ts'
 import { count, DRIFT_THRESHOLD, driftCounts, driftOf } from './lib/drift.ts'
-import { type BenchReport, committedRuns, gitRevision, withVerdicts, writeResults } from './lib/results.ts'
+import { gitRevision, writeResults } from './lib/results.ts'
+import { appendRecord, committedLog, RUN_LOG, toRecord, type RunSummary } from './lib/run-log.ts'
 import { table, type Line, type ScenarioContext, type ScenarioOutput } from './lib/report.ts'
 import { SCENARIOS } from './scenarios/index.ts'
 
@@ -79,22 +81,25 @@ const loadAfter = loadAverage()
 console.log(`command: ${command}   (took ${seconds} s; load average now ${loadAfter}; targets are informational)`)
 
 const { target, ...localOptions } = args.options
-const report: BenchReport = {
+const report: RunSummary = {
   command, startedAt: new Date(started).toISOString(), seconds, commit: gitRevision(ROOT),
   bun: Bun.version, cores: cpus().length, cpu: cpus()[0]?.model, loadAverage: { before: loadBefore, after: loadAfter },
   settings: { seconds: ctx.seconds, warmupSeconds: ctx.warmupSeconds, generators: ctx.generators },
   // The token stays out of files that may be committed.
   options: { ...localOptions, target: target?.baseUrl },
-  lines: withVerdicts(lines),
+  lines,
   scenarios: outputs,
 }
 const dir = join(ROOT, 'bench', 'results')
 mkdirSync(dir, { recursive: true })
-const drift = driftOf(report, committedRuns(ROOT))
+const record = toRecord(report)
+const drift = driftOf(record, committedLog(ROOT))
 const moved = driftCounts(drift)
 if (moved.compared) {
   console.log(`since the last committed run: ${moved.moved ? `${count(moved.moved, 'ratio')} moved more than ${DRIFT_THRESHOLD * 100}% (${count(moved.regressions, 'regression')}); see the .md or bun run bench:compare` : `no ratio moved more than ${DRIFT_THRESHOLD * 100}%`}`)
 }
+appendRecord(ROOT, record)
 const base = writeResults(dir, report, drift)
-console.log(`results: bench/results/${base}.{json,md,svg} (and bench/results/latest.json, latest.md)`)
+console.log(`recorded: one line appended to ${RUN_LOG} ("report":"${record.report}"): commit it to keep the run`)
+console.log(`full report: bench/results/${base}.{json,md,svg} (and latest.json, latest.md; ignored by git)`)
 process.exit(failed ? 1 : 0)
