@@ -142,9 +142,8 @@ export function committedLog(root: string): LoggedRun[] {
   }
 }
 
-/** Appends one record as one line. */
-export function appendRecord(root: string, record: RunRecord): void {
-  const path = join(root, RUN_LOG)
+/** Appends one record as one line to the log at `path` (bench/results.jsonl, or BENCH_RUN_LOG's file). */
+export function appendRecord(path: string, record: RunRecord): void {
   // A hand-edited log may have lost its last newline: the record must still start a line of its own.
   const text = existsSync(path) ? readFileSync(path, 'utf8') : ''
   appendFileSync(path, (text && !text.endsWith('\n') ? '\n' : '') + JSON.stringify(record) + '\n')

@@ -78,10 +78,10 @@ describe('the log in a repository', () => {
     mkdirSync(join(root, 'bench'))
     writeFileSync(join(root, 'code.ts'), 'export {}\n')
     git('init', '-q')
-    appendRecord(root, committedRun)
+    appendRecord(join(root, RUN_LOG), committedRun)
     git('add', '.')
     git('commit', '-q', '-m', 'a run')
-    appendRecord(root, scratchRun)
+    appendRecord(join(root, RUN_LOG), scratchRun)
   })
   afterEach(() => rmSync(root, { recursive: true, force: true }))
 
@@ -94,7 +94,7 @@ describe('the log in a repository', () => {
   test('a record appended to a log whose last newline was lost still starts a line of its own', () => {
     const path = join(root, RUN_LOG)
     writeFileSync(path, readFileSync(path, 'utf8').trimEnd())
-    appendRecord(root, scratchRun)
+    appendRecord(path, scratchRun)
     expect(readLog(root).map((r) => [r.line, r.record.commit])).toEqual([[1, '1111111'], [2, '2222222'], [3, '2222222']])
   })
 
