@@ -36,6 +36,8 @@ if (args.help) {
 
 const names = args.scenarios.length ? args.scenarios : known
 const started = Date.now()
+// Taken before the scenarios run: the code they measure, not whatever HEAD is once they are done.
+const commit = gitRevision(ROOT)
 const command = commandLine(argv, process.env)
 const loadBefore = loadAverage()
 const say = progress(names.length, started)
@@ -82,7 +84,7 @@ console.log(`command: ${command}   (took ${seconds} s; load average now ${loadAf
 
 const { target, ...localOptions } = args.options
 const report: RunSummary = {
-  command, startedAt: new Date(started).toISOString(), seconds, commit: gitRevision(ROOT),
+  command, startedAt: new Date(started).toISOString(), seconds, commit,
   bun: Bun.version, cores: cpus().length, cpu: cpus()[0]?.model, loadAverage: { before: loadBefore, after: loadAfter },
   settings: { seconds: ctx.seconds, warmupSeconds: ctx.warmupSeconds, generators: ctx.generators },
   // The token stays out of files that may be committed.
