@@ -1,19 +1,21 @@
 // `bun run bench [scenario…] [--duration S] [--warmup S] [--concurrency N] [--batch N] [--store sql|questdb]
 // [--generators N] [--target URL --token TOKEN]`: runs the bench scenarios (all by default, in order), prints one
-// line per measure with ours, the baseline measured in the same run, the ratio and the target, and writes
-// bench/results/<date>-<commit>.{json,md,svg} and latest.{json,md}. Informational: it exits 0 whether targets
-// are met or not; 1 when a scenario could not run at all; 2 for a mistake on the command line.
+// line per measure with ours, the baseline measured in the same run, the ratio and the target; appends the run's
+// compact record to bench/results.jsonl (committed: lib/run-log.ts) and writes the full report to
+// bench/results/<date>-<commit>.{json,md,svg} and latest.{json,md} (ignored by git). Informational: it exits 0
+// whether targets are met or not; 1 when a scenario could not run at all; 2 for a mistake on the command line.
 //
 // BENCH_SECONDS, BENCH_WARMUP_SECONDS and BENCH_GENERATORS still work (CI sets them); the flags win over them.
 // See bench/README.md.
 import { mkdirSync } from 'node:fs'
 import { cpus } from 'node:os'
-import { join } from 'node:path'
+import { join, relative, resolve } from 'node:path'
 import { commandLine, parseBenchArgs, usage, UsageError, type BenchArgs } from './lib/args.ts'
 import { loadAverage, ROOT } from './lib/processes.ts'
 import { progress } from './lib/progress.ts'
 import { count, DRIFT_THRESHOLD, driftCounts, driftOf } from './lib/drift.ts'
-import { type BenchReport, committedRuns, gitRevision, withVerdicts, writeResults } from './lib/results.ts'
+import { gitRevision, writeResults } from './lib/results.ts'
+import { appendRecord, committedLog, RUN_LOG, toRecord, type RunSummary } from './lib/run-log.ts'
 import { table, type Line, type ScenarioContext, type ScenarioOutput } from './lib/report.ts'
 import { SCENARIOS } from './scenarios/index.ts'
 
@@ -34,6 +36,8 @@ if (args.help) {
 
 const names = args.scenarios.length ? args.scenarios : known
 const started = Date.now()
+// Taken before the scenarios run: the code they measure, not whatever HEAD is once they are done.
+const commit = gitRevision(ROOT)
 const command = commandLine(argv, process.env)
 const loadBefore = loadAverage()
 const say = progress(names.length, started)
@@ -79,22 +83,27 @@ const loadAfter = loadAverage()
 console.log(`command: ${command}   (took ${seconds} s; load average now ${loadAfter}; targets are informational)`)
 
 const { target, ...localOptions } = args.options
-const report: BenchReport = {
-  command, startedAt: new Date(started).toISOString(), seconds, commit: gitRevision(ROOT),
+const report: RunSummary = {
+  command, startedAt: new Date(started).toISOString(), seconds, commit,
   bun: Bun.version, cores: cpus().length, cpu: cpus()[0]?.model, loadAverage: { before: loadBefore, after: loadAfter },
   settings: { seconds: ctx.seconds, warmupSeconds: ctx.warmupSeconds, generators: ctx.generators },
   // The token stays out of files that may be committed.
   options: { ...localOptions, target: target?.baseUrl },
-  lines: withVerdicts(lines),
+  lines,
   scenarios: outputs,
 }
 const dir = join(ROOT, 'bench', 'results')
 mkdirSync(dir, { recursive: true })
-const drift = driftOf(report, committedRuns(ROOT))
+const record = toRecord(report)
+const drift = driftOf(record, committedLog(ROOT))
 const moved = driftCounts(drift)
 if (moved.compared) {
   console.log(`since the last committed run: ${moved.moved ? `${count(moved.moved, 'ratio')} moved more than ${DRIFT_THRESHOLD * 100}% (${count(moved.regressions, 'regression')}); see the .md or bun run bench:compare` : `no ratio moved more than ${DRIFT_THRESHOLD * 100}%`}`)
 }
+// CI's smoke points BENCH_RUN_LOG elsewhere: its one-second windows are no reference, and its checkout stays clean.
+const runLog = process.env.BENCH_RUN_LOG ? resolve(process.env.BENCH_RUN_LOG) : join(ROOT, RUN_LOG)
+appendRecord(runLog, record)
 const base = writeResults(dir, report, drift)
-console.log(`results: bench/results/${base}.{json,md,svg} (and bench/results/latest.json, latest.md)`)
+console.log(`recorded: one line appended to ${relative(ROOT, runLog)} ("report":"${record.report}")${runLog === join(ROOT, RUN_LOG) ? ': commit it to keep the run' : ''}`)
+console.log(`full report: bench/results/${base}.{json,md,svg} (and latest.json, latest.md; ignored by git)`)
 process.exit(failed ? 1 : 0)

@@ -20,7 +20,8 @@ export function usage(known: string[]): string {
   return `usage: bun run bench [scenario ...] [options]        (npm run bench -- [scenario ...] [options])
 
 Runs the named scenarios (all of them, in this order, when none is named), prints ours ÷ baseline for every
-measure and writes bench/results/<date>-<commit>.json, .md and .svg.
+measure, appends the run's record to bench/results.jsonl (commit it to keep the run) and writes the full report
+to bench/results/<date>-<commit>.json, .md and .svg (ignored by git).
 
 scenarios: ${known.join(', ')}
 
@@ -37,7 +38,8 @@ options:
                         BENCH_TOKEN, which keeps it out of shell history and the process list)
   -h, --help            this text
 
-Compare two runs: bun run bench:compare bench/results/<a>.json bench/results/<b>.json`
+Compare two runs: bun run bench:compare <a> <b> (a commit, a date or a run's name in bench/results.jsonl)
+Draw each target line's ratio over the recorded runs: bun run bench:plot`
 }
 
 const DECIMAL = /^\d+(\.\d+)?$/

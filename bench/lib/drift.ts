@@ -1,40 +1,35 @@
 // Drift: each line of a run against the same line in the last committed run that has it, so that a ratio that
-// moved shows the day the change lands. Used by `bun run bench:compare [file]` (console) and by the Markdown
+// moved shows the day the change lands. Used by `bun run bench:compare [run]` (console) and by the Markdown
 // report every `bun run bench` writes. Only ratios are compared: each baseline ran beside ours, so a ratio holds
 // across machines and busy days where ours alone does not.
 //
-// Everything here is pure; the runs to compare with come from committedRuns in results.ts (git) or from a test.
+// Everything here is pure; the runs to compare with are records of the run log (run-log.ts: committedLog reads
+// bench/results.jsonl at HEAD) or a test's.
 import { cellsOf, type Line } from './report.ts'
-import type { BenchReport, ReportLine } from './results.ts'
+import { RUN_LOG, type LoggedRun, type RecordLine, type RunRecord } from './run-log.ts'
 
 /** A ratio that changed by more than this share of its earlier value has moved. */
 export const DRIFT_THRESHOLD = 0.1
 
-/** A results file as committed: where it is (repository-relative) and what it holds. */
-export interface CommittedRun {
-  file: string
-  report: BenchReport
-}
-
 export interface Drift {
   /** The line of the run being checked. */
-  line: ReportLine
+  line: RecordLine
   /** The same line in the most recent committed run before this one that has it with a ratio. */
-  previous?: { line: ReportLine; run: CommittedRun }
+  previous?: { line: RecordLine; run: LoggedRun }
   /** (ratio now − ratio before) ÷ ratio before; undefined when there is nothing to compare. */
   change?: number
   /** Set when |change| exceeds the threshold, judged by which way this line's ratio is better. */
   moved?: 'regression' | 'improvement'
 }
 
-const key = (l: ReportLine) => `${l.scenario}\u0000${l.measure}`
+const key = (l: RecordLine) => `${l.scenario}\u0000${l.measure}`
 /** The measure with its numbers blanked: "ack latency p50 at 463 req/s" and "… at 516 req/s" are one measure. */
-const shape = (l: ReportLine) => `${l.scenario}\u0000${l.measure.replace(/\d[\d,.]*/g, '#')}`
+export const shape = (l: Line) => `${l.scenario}\u0000${l.measure.replace(/\d[\d,.]*/g, '#')}`
 
 /** Pairs of lines (one side missing when a line is in one file only): a's order, b's extra lines after their scenario's. */
-export function pairLines(a: ReportLine[], b: ReportLine[]): [ReportLine | undefined, ReportLine | undefined][] {
+export function pairLines(a: RecordLine[], b: RecordLine[]): [RecordLine | undefined, RecordLine | undefined][] {
   const unmatchedB = new Set(b)
-  const partner: (ReportLine | undefined)[] = a.map((l) => {
+  const partner: (RecordLine | undefined)[] = a.map((l) => {
     const match = b.find((m) => unmatchedB.has(m) && key(m) === key(l))
     if (match) unmatchedB.delete(match)
     return match
@@ -46,7 +41,7 @@ export function pairLines(a: ReportLine[], b: ReportLine[]): [ReportLine | undef
     // Only a one-to-one pairing is safe; otherwise the lines stay apart.
     if (sameShapeA.length === 1 && sameShapeB.length === 1) { partner[i] = sameShapeB[0]; unmatchedB.delete(sameShapeB[0]!) }
   })
-  const pairs: [ReportLine | undefined, ReportLine | undefined][] = a.map((l, i) => [l, partner[i]])
+  const pairs: [RecordLine | undefined, RecordLine | undefined][] = a.map((l, i) => [l, partner[i]])
   for (const extra of unmatchedB) {
     const after = pairs.findLastIndex(([x, y]) => (x ?? y)!.scenario === extra.scenario)
     pairs.splice(after === -1 ? pairs.length : after + 1, 0, [undefined, extra])
@@ -76,24 +71,24 @@ export function higherIsBetter(l: Line): boolean {
   return !COST_UNITS.has(l.unit)
 }
 
-const hasRatio = (l: ReportLine | undefined): l is ReportLine & { ratio: number } => l?.ratio != null && Number.isFinite(l.ratio)
+const hasRatio = (l: RecordLine | undefined): l is RecordLine & { ratio: number } => l?.ratio != null && Number.isFinite(l.ratio)
 
 /**
  * For each line of `report` with a ratio, the same line (pairLines' rules) in the most recent of `committed` that
  * started before `report` and has it with a ratio; runs that started at the same time or later never count, so a
  * committed run is not compared with itself.
  */
-export function previousLines(report: BenchReport, committed: CommittedRun[]): Map<ReportLine, { line: ReportLine; run: CommittedRun }> {
+export function previousLines(report: RunRecord, committed: LoggedRun[]): Map<RecordLine, { line: RecordLine; run: LoggedRun }> {
   const started = Date.parse(report.startedAt)
   const earlier = committed
-    .filter((run) => Array.isArray(run.report.lines) && Date.parse(run.report.startedAt) < started)
-    .sort((x, y) => Date.parse(y.report.startedAt) - Date.parse(x.report.startedAt))
-  const found = new Map<ReportLine, { line: ReportLine; run: CommittedRun }>()
-  const wanted = new Set<ReportLine>(report.lines.filter(hasRatio))
+    .filter((run) => Date.parse(run.record.startedAt) < started)
+    .sort((x, y) => Date.parse(y.record.startedAt) - Date.parse(x.record.startedAt))
+  const found = new Map<RecordLine, { line: RecordLine; run: LoggedRun }>()
+  const wanted = new Set<RecordLine>(report.lines.filter(hasRatio))
   for (const run of earlier) {
     if (!wanted.size) break
     // All of the report's lines take part, so that the numbers-blanked fallback sees what pairLines always sees.
-    for (const [before, now] of pairLines(run.report.lines, report.lines)) {
+    for (const [before, now] of pairLines(run.record.lines, report.lines)) {
       // A ratio of 0 before (nothing refused, say) gives no share to move by: look further back.
       if (now && wanted.has(now) && hasRatio(before) && before.ratio !== 0) { found.set(now, { line: before, run }); wanted.delete(now) }
     }
@@ -102,7 +97,7 @@ export function previousLines(report: BenchReport, committed: CommittedRun[]): M
 }
 
 /** Every line of `report` with its committed predecessor, the ratio's change and whether it moved past `threshold`. */
-export function driftOf(report: BenchReport, committed: CommittedRun[], threshold = DRIFT_THRESHOLD): Drift[] {
+export function driftOf(report: RunRecord, committed: LoggedRun[], threshold = DRIFT_THRESHOLD): Drift[] {
   const previous = previousLines(report, committed)
   return report.lines.map((line) => {
     const before = previous.get(line)
@@ -137,9 +132,6 @@ export const percent = (change: number) => `${change >= 0 ? '+' : ''}${(change *
 /** A line's ratio as the tables show it. */
 export const ratioCell = (l: Line | undefined) => (l ? cellsOf(l).ratio : '-')
 
-/** The file name alone: committed runs are named by their repository path. */
-export const fileName = (file: string) => file.slice(file.lastIndexOf('/') + 1)
-
 /** What a drift says in a sentence's worth of cells: ratio before → now, change, verdict. */
 export function describeDrift(d: Drift): { before: string; now: string; change: string; moved: string } {
   const now = ratioCell(d.line)
@@ -154,7 +146,7 @@ export function driftMarkdown(drift: Drift[], threshold = DRIFT_THRESHOLD): stri
   const out = [`## Moved more than ${pct} since the last committed run`, '']
   const counts = driftCounts(drift)
   if (!counts.compared) {
-    out.push('No committed run shares its lines (results files in bench/results at HEAD that ran before this one), so there is nothing to compare with.', '')
+    out.push(`No committed run shares its lines (records in ${RUN_LOG} at HEAD that ran before this one), so there is nothing to compare with.`, '')
     return out.join('\n')
   }
   const others = counts.withoutCommittedRun ? `; ${counts.withoutCommittedRun} ${counts.withoutCommittedRun === 1 ? 'line has' : 'lines have'} no earlier committed run` : ''
@@ -167,8 +159,8 @@ export function driftMarkdown(drift: Drift[], threshold = DRIFT_THRESHOLD): stri
   for (const d of drift.filter((d) => d.moved)) {
     const c = describeDrift(d)
     const run = d.previous!.run
-    out.push(`| ${[d.line.scenario, d.line.measure, `${c.before} → ${c.now}`, c.change, c.moved, `${fileName(run.file)} (${run.report.commit ?? 'commit unknown'})`].map(cell).join(' | ')} |`)
+    out.push(`| ${[d.line.scenario, d.line.measure, `${c.before} → ${c.now}`, c.change, c.moved, run.record.report].map(cell).join(' | ')} |`)
   }
-  out.push('', `${counts.moved} of the ${count(counts.compared, 'line')} compared moved (${count(counts.regressions, 'regression')})${others}. Each line is compared with the most recent results file committed in git (bench/results at HEAD) that ran before this one and has it with a ratio; change is ratio now against ratio before, and whether it is a regression follows which way the line's ratio is better (lower for costs such as ms or µs without a target, higher otherwise). A move this size can be noise: rerun before believing it.`, '')
+  out.push('', `${counts.moved} of the ${count(counts.compared, 'line')} compared moved (${count(counts.regressions, 'regression')})${others}. Each line is compared with the most recent run recorded in ${RUN_LOG} as committed at HEAD that ran before this one and has it with a ratio (named by its start and commit); change is ratio now against ratio before, and whether it is a regression follows which way the line's ratio is better (lower for costs such as ms or µs without a target, higher otherwise). A move this size can be noise: rerun before believing it.`, '')
   return out.join('\n')
 }

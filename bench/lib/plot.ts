@@ -17,13 +17,13 @@ const LATENCY_W = 220
 const WIDTH_WITH_LATENCY = LATENCY_X + LATENCY_W + 80 // room for the p99 figure
 const WIDTH_RATIO_ONLY = RATIO_VALUE_X + 60
 
-const COLOURS = { pass: '#2e7d32', miss: '#c62828', goalMiss: '#ef6c00', info: '#78909c', p50: '#1565c0', p95: '#6a1b9a', p99: '#c62828', grid: '#cfd8dc', text: '#263238', muted: '#78909c' }
+export const COLOURS = { pass: '#2e7d32', miss: '#c62828', goalMiss: '#ef6c00', info: '#78909c', p50: '#1565c0', p95: '#6a1b9a', p99: '#c62828', grid: '#cfd8dc', text: '#263238', muted: '#78909c' }
 
-const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
-const clip = (s: string, chars: number) => (s.length > chars ? `${s.slice(0, chars - 1)}…` : s)
-const text = (x: number, y: number, content: string, attrs = '') => `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}"${attrs ? ` ${attrs}` : ''}>${esc(content)}</text>`
+export const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
+export const clip = (s: string, chars: number) => (s.length > chars ? `${s.slice(0, chars - 1)}…` : s)
+export const text = (x: number, y: number, content: string, attrs = '') => `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}"${attrs ? ` ${attrs}` : ''}>${esc(content)}</text>`
 /** A light outline that keeps text readable where it crosses gridlines. */
-const HALO = 'paint-order="stroke" stroke="#ffffff" stroke-width="3" stroke-linejoin="round"'
+export const HALO = 'paint-order="stroke" stroke="#ffffff" stroke-width="3" stroke-linejoin="round"'
 
 function barColour(l: Line): string {
   const result = verdict(l)

@@ -1,30 +1,13 @@
-// The files a run leaves in bench/results/: <date>-<commit>.json (everything, for bench:compare and later
-// digging), .md (the table and notes, to read or paste into a review), .svg (the picture), and latest.json /
-// latest.md (ignored by git). The commit in the name says which code a dated file measured.
-import { readFileSync, writeFileSync } from 'node:fs'
+// The full report of a run, for the machine that ran it: bench/results/ (ignored by git) gets <date>-<commit>.json
+// (everything, each scenario's details included), .md (the table and notes, to read or paste into a review) and
+// .svg (the picture), and latest.json / latest.md. What is committed is the run's compact record in the run log
+// (run-log.ts, bench/results.jsonl), which this report's drift section is computed from.
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { driftMarkdown, type CommittedRun, type Drift } from './drift.ts'
+import { driftMarkdown, type Drift } from './drift.ts'
 import { plotSvg } from './plot.ts'
-import { cellsOf, verdict, type Line, type ScenarioOutput } from './report.ts'
-
-export interface ReportLine extends Line { result: string }
-
-/** A results file. Files written before the command line existed lack commit, cpu, loadAverage and options. */
-export interface BenchReport {
-  command: string
-  startedAt: string
-  seconds: number
-  commit?: string
-  bun: string
-  cores: number
-  cpu?: string
-  loadAverage?: { before: number; after: number }
-  settings: { seconds: number; warmupSeconds: number; generators: number }
-  /** ctx.options as given, the token left out. */
-  options?: { concurrency?: number; batch?: number; store?: string; target?: string }
-  lines: ReportLine[]
-  scenarios: Record<string, ScenarioOutput | { error: string }>
-}
+import { cellsOf, verdict, type Line } from './report.ts'
+import { reportName, resultStamp, RUN_LOG, type RunSummary } from './run-log.ts'
 
 function git(root: string, args: string[]): string | undefined {
   try {
@@ -36,35 +19,15 @@ function git(root: string, args: string[]): string | undefined {
 }
 
 /**
- * `git rev-parse --short HEAD`, with "-dirty" when tracked files differ from it (untracked ones, such as this
- * run's own results, do not count), or "nocommit" outside a repository.
+ * `git rev-parse --short HEAD`, with "-dirty" when tracked files differ from it (untracked ones do not count, nor
+ * the run log, which earlier runs may have appended to), or "nocommit" outside a repository.
  */
 export function gitRevision(root: string): string {
   const head = git(root, ['rev-parse', '--short', 'HEAD'])
   if (!head) return 'nocommit'
-  const changes = git(root, ['status', '--porcelain', '--untracked-files=no'])
+  const changes = git(root, ['status', '--porcelain', '--untracked-files=no', '--', '.', `:(exclude)${RUN_LOG}`])
   return changes ? `${head}-dirty` : head
 }
-
-/**
- * The results files committed at HEAD (`git ls-tree`, so neither new nor merely staged files count), read from the
- * work tree; files that are gone or are not results files are left out. None outside a repository.
- */
-export function committedRuns(root: string): CommittedRun[] {
-  const listed = git(root, ['ls-tree', '-r', '--name-only', 'HEAD', '--', 'bench/results'])
-  if (!listed) return []
-  return listed.split('\n').filter((file) => file.endsWith('.json') && !file.endsWith('/latest.json')).flatMap((file) => {
-    try {
-      const report = JSON.parse(readFileSync(join(root, file), 'utf8')) as BenchReport
-      return Array.isArray(report?.lines) && report.startedAt ? [{ file, report }] : []
-    } catch {
-      return []
-    }
-  })
-}
-
-/** 2026-11-22T01-02-03: UTC, sortable, and free of the colons some file systems refuse. */
-export const resultStamp = (at: Date) => at.toISOString().replace(/\.\d+Z$/, '').replace(/:/g, '-')
 
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ')
 
@@ -82,13 +45,13 @@ export function markdownTable(lines: Line[]): string {
   ].join('\n')
 }
 
-function describeOptions(options: BenchReport['options']): string {
+function describeOptions(options: RunSummary['options']): string {
   const set = Object.entries(options ?? {}).filter(([, v]) => v !== undefined).map(([k, v]) => `${k} ${v}`)
   return set.length ? set.join(', ') : 'none (each scenario’s defaults)'
 }
 
-/** `drift`: driftOf(report, committedRuns(…)), for the section on what moved since the last committed run. */
-export function markdownReport(report: BenchReport, svgName: string, drift: Drift[]): string {
+/** `drift`: driftOf(the run's record, committedLog(…)), for the section on what moved since the last committed run. */
+export function markdownReport(report: RunSummary, svgName: string, drift: Drift[]): string {
   const out: string[] = []
   out.push(`# Bench results ${resultStamp(new Date(report.startedAt))} (${report.commit ?? 'commit unknown'})`, '')
   out.push(`- command: \`${report.command}\``)
@@ -97,7 +60,8 @@ export function markdownReport(report: BenchReport, svgName: string, drift: Drif
   out.push(`- machine: ${report.cores} cores${report.cpu ? ` (${report.cpu})` : ''}, bun ${report.bun}${load}`)
   out.push(`- settings: ${report.settings.seconds} s measured per load run after ${report.settings.warmupSeconds} s of warm-up, ${report.settings.generators} generator process${report.settings.generators === 1 ? '' : 'es'}`)
   out.push(`- options: ${describeOptions(report.options)}`)
-  out.push(`- took ${report.seconds} s, started ${report.startedAt}`, '')
+  out.push(`- took ${report.seconds} s, started ${report.startedAt}`)
+  out.push(`- recorded: one line of ${RUN_LOG}, \`"report":"${reportName(report)}"\``, '')
   out.push(`![ours ÷ baseline per measure, and latency percentiles](${svgName})`, '')
   out.push('## Results', '')
   out.push(report.lines.length ? markdownTable(report.lines) : 'No lines: every scenario was skipped or failed.', '')
@@ -115,10 +79,10 @@ export function markdownReport(report: BenchReport, svgName: string, drift: Drif
   return out.join('\n')
 }
 
-/** Writes the dated .json, .md and .svg and the latest.* copies; returns the dated files' base name. */
-export function writeResults(dir: string, report: BenchReport, drift: Drift[]): string {
-  const base = `${resultStamp(new Date(report.startedAt))}-${report.commit ?? 'nocommit'}`
-  const json = JSON.stringify(report, null, 2) + '\n'
+/** Writes the dated .json, .md and .svg and the latest.* copies into `dir`; returns the dated files' base name. */
+export function writeResults(dir: string, report: RunSummary, drift: Drift[]): string {
+  const base = reportName(report)
+  const json = JSON.stringify({ ...report, lines: report.lines.map((l) => ({ ...l, result: verdict(l) })) }, null, 2) + '\n'
   const markdown = markdownReport(report, `${base}.svg`, drift)
   const svg = plotSvg(report.lines, `Bench ${resultStamp(new Date(report.startedAt))} · ${report.commit ?? 'commit unknown'}`, `${report.command} · ${report.cores} cores · bun ${report.bun}`)
   writeFileSync(join(dir, `${base}.json`), json)
@@ -128,6 +92,3 @@ export function writeResults(dir: string, report: BenchReport, drift: Drift[]): 
   writeFileSync(join(dir, 'latest.md'), markdown)
   return base
 }
-
-/** The lines as a results file stores them: with their pass/miss/info verdict spelled out. */
-export const withVerdicts = (lines: Line[]): ReportLine[] => lines.map((l) => ({ ...l, result: verdict(l) }))

@@ -11,7 +11,10 @@
 // The output is a .ts module of types only, not a .d.ts: the package's build (tsc) emits declarations for .ts
 // sources but does not copy .d.ts inputs to dist/, and the SDK's own modules import these types.
 //
+// It then rebuilds the package's dist/ (buildPackage), which is committed so that installing the SDK builds nothing.
+//
 // This script is the repository's, not the package's (it builds the service), so the package does not ship it.
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import openapiTS, { astToString, COMMENT_HEADER, type OpenAPI3 } from 'openapi-typescript'
 import { createApp } from '../../../src/app.ts'
@@ -20,6 +23,17 @@ import { createDeps } from '../../../src/deps.ts'
 
 export const API_TYPES_PATH = fileURLToPath(new URL('../src/api.ts', import.meta.url))
 export const OPENAPI_PATH = '/api/v1/openapi.json'
+export const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url))
+
+/**
+ * The package's build (`npm run build` there: tsc with tsconfig.build.json) into `outDir`, dist/ by default.
+ * The repository's own TypeScript does it, so this works offline and without an install inside the package.
+ */
+export function buildPackage(outDir = join(PACKAGE_DIR, 'dist')): void {
+  const tsc = fileURLToPath(new URL('../../../node_modules/.bin/tsc', import.meta.url))
+  const run = Bun.spawnSync([tsc, '-p', join(PACKAGE_DIR, 'tsconfig.build.json'), '--outDir', outDir], { stdout: 'pipe', stderr: 'pipe' })
+  if (run.exitCode !== 0) throw new Error(`the SDK's build failed (${run.exitCode}):\n${run.stdout}${run.stderr}`)
+}
 
 const BANNER = `${COMMENT_HEADER.trimEnd()}
 // Source: GET ${OPENAPI_PATH} of this service. Regenerate with \`npm run client:generate\`;
@@ -54,4 +68,6 @@ if (import.meta.main) {
   const previous = await Bun.file(API_TYPES_PATH).text().catch(() => undefined)
   await Bun.write(API_TYPES_PATH, text)
   console.log(`${previous === text ? 'unchanged' : 'wrote'} ${API_TYPES_PATH} (${text.split('\n').length} lines)`)
+  buildPackage()
+  console.log(`built ${join(PACKAGE_DIR, 'dist')}: commit it with api.ts`)
 }
