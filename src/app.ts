@@ -33,6 +33,7 @@ import { animalsModule } from './modules/animals/index.ts'
 import { platformModule } from './modules/platform/index.ts'
 import { webhooksModule } from './modules/webhooks/index.ts'
 import { eventsModule } from './modules/events/index.ts'
+import { streamRoutes } from './streams/routes.ts'
 import { referenceModule } from './modules/reference/index.ts'
 import { sensorsModule } from './modules/sensors/index.ts'
 import { READ_ONLY_AREAS } from './records/all-areas.ts'
@@ -187,6 +188,7 @@ export function createApp(deps: Deps) {
     .use(readOnlyRoutes(deps, READ_ONLY_AREAS))
     .use(sensorsModule(deps))
     .use(ingestRoutes(deps, pipeline))
+    .use(streamRoutes(deps))
     .use(readingsRoutes(deps))
     .use(alertsModule(deps))
     .use(webhooksModule(deps))

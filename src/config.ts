@@ -78,6 +78,20 @@ export interface Config {
   readonly readingsRetention: ReadingsRetention
   /** The MQTT listener for devices (ingest/mqtt/), off when undefined: a machine with its own broker on 1883 still starts. */
   readonly mqtt: MqttConfig | undefined
+  /** Server-Sent Event streams (src/streams/): see `StreamLimits`. */
+  readonly streams: StreamLimits
+}
+
+/** Bounds on the Server-Sent Event streams (src/streams/), each an operator setting. */
+export interface StreamLimits {
+  /** Open streams an account may hold on one process (STREAMS_PER_ACCOUNT); 429 beyond. */
+  perAccount: number
+  /** Bytes a stream may have waiting for a slow client (STREAM_BUFFER_BYTES) before it is told and dropped. */
+  bufferBytes: number
+  /** A comment line this often keeps proxies from closing an idle stream (STREAM_HEARTBEAT_MS). */
+  heartbeatMs: number
+  /** How far back a resumed readings stream is replayed from the store (STREAM_REPLAY_WINDOW_MS). */
+  replayWindowMs: number
 }
 
 /**
@@ -342,6 +356,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       heavyConcurrency: int(env, 'READINGS_HEAVY_CONCURRENCY', READINGS_QUERY_DEFAULTS.heavyConcurrency, 1),
     },
     readingsRetention: readingsRetention(env),
+    streams: {
+      perAccount: int(env, 'STREAMS_PER_ACCOUNT', 20, 1),
+      bufferBytes: int(env, 'STREAM_BUFFER_BYTES', 1 << 20, 1024),
+      heartbeatMs: int(env, 'STREAM_HEARTBEAT_MS', 15_000, 100),
+      replayWindowMs: int(env, 'STREAM_REPLAY_WINDOW_MS', 15 * 60_000, 0),
+    },
     ...overrides,
   }
   return Object.freeze(config)

@@ -20,6 +20,7 @@ import type { ReadingsStore } from '../ingest/stores/interface.ts'
 import { sqlStore } from '../ingest/stores/sql.ts'
 import { SeriesCatalogue } from '../ingest/series.ts'
 import { AlertEvaluator } from './modules/alerts/evaluator.ts'
+import { StreamHub } from './streams/hub.ts'
 
 /**
  * What every entry point opens (the server, `npm run dispatcher`, `npm run writer`, the CLI): configuration, logs,
@@ -49,6 +50,8 @@ export interface Features {
   readonly alerts: AlertEvaluator
   /** Started by the server (and by `bun run dispatcher`), not here: tests drive it themselves. */
   readonly dispatcher: Dispatcher
+  /** The Server-Sent Event streams open on this process, and the fan-out of readings to them (src/streams/). */
+  readonly streams: StreamHub
 }
 
 /** Everything the server has; services and helpers take `Pick<Deps, …>` of the few pieces they use. */
@@ -110,10 +113,14 @@ async function startFeatures(core: Core, options: Pick<DepsOptions, 'readings' |
   const dispatcher = new Dispatcher(database, config, log, systemResolver, { onAttempt: (outcome) => metrics.webhookAttempts.inc([outcome]) })
   const alerts = new AlertEvaluator({ db: database.db, shared, readings, log, now: options.clock })
   await alerts.start()
-  const ingest = await createIngest({ config, database, shared, readings, log, metrics, onWritten: (batch) => alerts.observe(batch), clock: options.clock })
+  const streams = new StreamHub({ shared, authenticator: core.authenticator, config, log })
+  await streams.start()
+  const ingest = await createIngest({ config, database, shared, readings, log, metrics, onWritten: (batch) => { alerts.observe(batch); streams.publish(batch) }, clock: options.clock })
+  if (ingest.log) streams.listenToLog(ingest.log.nc, ingest.log.config.subjectPrefix)
   return {
-    ...core, rateLimiter, readings, series: catalogue, ingest, alerts, dispatcher,
+    ...core, rateLimiter, readings, series: catalogue, ingest, alerts, dispatcher, streams,
     async close() {
+      streams.drain()
       rateLimiter.stop()
       await dispatcher.stop()
       await ingest.drain()

@@ -69,6 +69,9 @@ async function serve() {
     stopping = true
     clearInterval(sweep)
     deps.log.info('shutting down', { signal, pid: process.pid })
+    // Event streams never finish by themselves: they end now (a `shutdown` event, clients reconnect elsewhere), so
+    // stop() below is not held up by them.
+    deps.streams.drain()
     // stop() without force stops accepting and resolves once in-flight requests have been answered.
     await Promise.all([server.stop(false), mqtt?.close()])
     await deps.close()

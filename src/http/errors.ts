@@ -22,6 +22,7 @@ export const ERRORS = {
   beyond_retention: { status: 422, title: 'Beyond retention' },
   rate_limited: { status: 429, title: 'Rate limited' },
   too_many_queries: { status: 429, title: 'Too many queries' },
+  too_many_streams: { status: 429, title: 'Too many streams' },
   internal_error: { status: 500, title: 'Internal error' },
   service_unavailable: { status: 503, title: 'Service unavailable' },
 } as const satisfies Record<string, { status: number; title: string }>
@@ -67,6 +68,7 @@ export const ERROR_HELP: Record<ErrorCode, string> = {
   rate_limited: 'The key made more requests than its plan allows in the current window. Wait for the seconds in `Retry-After`; the RateLimit headers show the quota.',
   internal_error: 'Something failed on our side. Retry later; quote the `request_id` if you report it.',
   too_many_queries: 'The account already has as many heavy readings queries running as it may (wide windows, fine intervals, large files). Wait for one to finish (`Retry-After`), or ask for less per query.',
+  too_many_streams: 'The account already holds as many open event streams on this server as it may (`STREAMS_PER_ACCOUNT`). Close one (or share one stream between views) and retry after `Retry-After`.',
   service_unavailable: 'A backing service is unreachable right now and nothing was changed. Retry after the seconds in `Retry-After`.',
 }
 

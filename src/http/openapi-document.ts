@@ -317,6 +317,8 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
           response.content = { ...response.content, [type]: { schema: extra.schema } }
           for (const name of extra.headers ?? []) response.headers[name] = ref(name as keyof typeof HEADERS)
         }
+        // A stream has no JSON form: its one media type is the event stream.
+        if (policy.produces?.['text/event-stream']) response.content = { 'text/event-stream': response.content['text/event-stream'] }
       }
       if (policy.etag && method === 'get') {
         operation.parameters = [...(operation.parameters ?? []), {

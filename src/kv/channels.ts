@@ -9,3 +9,5 @@ export const DEVICE_CHANNEL = 'devices:invalidate'
 export const RULES_CHANNEL = 'alert-rules:invalidate'
 /** Carries `origin \t rule \t kind \t device \t channel \t environment \t 1|0` when an alert opened (1) or closed (0). */
 export const STATE_CHANNEL = 'alerts:state'
+/** Carries `origin \t batch…`: readings a process wrote without the ingest log, for every other process's streams (src/streams/hub.ts). */
+export const READINGS_CHANNEL = 'readings:written'

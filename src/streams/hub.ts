@@ -1,0 +1,186 @@
+// The process's one fan-out for Server-Sent Event streams (src/streams/): every open stream is registered here
+// (the per-account limit, revocation, drain), and every reading this process hears of is handed to the streams
+// of its account once, whichever process accepted it.
+//
+// How readings reach every process: with the ingest log on, each process subscribes (core NATS, no consumer) to
+// the log's subjects, so it sees every message JetStream stores, its own included; publishing costs ingest
+// nothing more. Without the log, the batcher's written batches are delivered here directly and, when the shared
+// store is Redis, published on READINGS_CHANNEL once per batch (the batch in the ingest log's binary encoding,
+// base64), never once per reading or per subscriber. Each process then fans out once to its own streams.
+import { randomUUID } from 'node:crypto'
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node'
+import { decodeMessage, encodeBatch } from '../../ingest/log/codec.ts'
+import type { Reading } from '../../ingest/stores/interface.ts'
+import type { Principal } from '../auth/authenticator.ts'
+import type { StreamLimits } from '../config.ts'
+import { ApiError } from '../http/errors.ts'
+import { AUTH_CHANNEL, READINGS_CHANNEL } from '../kv/channels.ts'
+import type { SharedStore } from '../kv/interface.ts'
+import type { Logger } from '../log.ts'
+import { hashToken } from '../tokens.ts'
+import type { SseEvent, SseStream } from './sse.ts'
+
+/** What a readings stream filters on (as the readings query does). */
+export interface ReadingsFilterFields { environmentId?: string; deviceId?: string; channel?: string; metric?: string }
+
+export interface ReadingsSubscriber {
+  readonly accountId: string
+  readonly filter: ReadingsFilterFields
+  /** The readings of this subscriber's account in one delivery (already filtered), in acceptance order. */
+  deliver(readings: Reading[]): void
+}
+
+/** An open stream as the hub knows it: whose it is, and how to end it. */
+export interface OpenStream {
+  readonly principal: Principal
+  readonly tokenHash: string
+  readonly token: string
+  readonly sse: SseStream
+}
+
+export interface StreamHubDeps {
+  shared: SharedStore
+  authenticator: { verify(token: string): Principal | undefined | Promise<Principal | undefined> }
+  config: { streams: StreamLimits }
+  log: Pick<Logger, 'warn'>
+}
+
+export const matches = (filter: ReadingsFilterFields, r: Reading) =>
+  (filter.deviceId === undefined || r.deviceId === filter.deviceId) && (filter.channel === undefined || r.channel === filter.channel)
+  && (filter.metric === undefined || r.metric === filter.metric) && (filter.environmentId === undefined || r.environmentId === filter.environmentId)
+
+export class StreamHub {
+  /** Tells this process's own messages on READINGS_CHANNEL apart: they were delivered here before publishing. */
+  private readonly origin = randomUUID()
+  private readonly subscribers = new Map<string, Set<ReadingsSubscriber>>()
+  private readonly open = new Map<string, Set<OpenStream>>()
+  private logSubscription: Subscription | undefined
+  private draining = false
+
+  constructor(private readonly deps: StreamHubDeps) {}
+
+  /** Hears revocations (and, without the log, other processes' readings). Call after the authenticator's start. */
+  async start(): Promise<void> {
+    await this.deps.shared.subscribe(AUTH_CHANNEL, (message) => void this.recheck(message))
+    if (this.deps.shared.kind === 'redis') {
+      await this.deps.shared.subscribe(READINGS_CHANNEL, (message) => this.fromChannel(message))
+    }
+  }
+
+  /** With the ingest log on: readings come from the log's subjects, for every process alike (publish is then a no-op). */
+  listenToLog(nc: NatsConnection, subjectPrefix: string): void {
+    this.logSubscription = nc.subscribe(`${subjectPrefix}.>`, {
+      callback: (error: Error | null, message: Msg) => {
+        if (error) return
+        try { this.deliver(decodeMessage(message.data)) } catch (e) { this.deps.log.warn('stream fan-out: log message not understood', { error: String(e) }) }
+      },
+    })
+  }
+
+  /**
+   * A batch the batcher has written (without the log). Delivered here at once; published for the other processes
+   * only when the shared store is Redis (the in-process store has no others) and some stream exists anywhere is not
+   * known here, so it is published whenever Redis is configured: one message per batch.
+   */
+  publish(readings: readonly Reading[]): void {
+    if (this.logSubscription || !readings.length) return
+    this.deliver(readings)
+    if (this.deps.shared.kind !== 'redis') return
+    const parts = encodeBatch(readings, '').map((m) => Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength).toString('base64'))
+    this.deps.shared.publish(READINGS_CHANNEL, `${this.origin}\t${parts.join('\t')}`).catch((error) => this.deps.log.warn('stream fan-out: publish failed', { error: String(error) }))
+  }
+
+  private fromChannel(message: string) {
+    const parts = message.split('\t')
+    if (parts[0] === this.origin) return
+    for (const part of parts.slice(1)) {
+      try { this.deliver(decodeMessage(Buffer.from(part, 'base64'))) } catch (e) { this.deps.log.warn('stream fan-out: message not understood', { error: String(e) }) }
+    }
+  }
+
+  /** Hands each account's readings to its subscribers, each only the readings its filter takes. */
+  private deliver(readings: readonly Reading[]) {
+    if (!this.subscribers.size) return
+    let account: string | undefined
+    let group: Reading[] = []
+    const flush = () => {
+      const subscribers = account === undefined ? undefined : this.subscribers.get(account)
+      if (subscribers) for (const subscriber of subscribers) {
+        const taken = group.filter((r) => matches(subscriber.filter, r))
+        if (taken.length) subscriber.deliver(taken)
+      }
+      group = []
+    }
+    for (const reading of readings) {
+      if (reading.accountId !== account) { flush(); account = reading.accountId }
+      group.push(reading)
+    }
+    flush()
+  }
+
+  subscribe(subscriber: ReadingsSubscriber): () => void {
+    let set = this.subscribers.get(subscriber.accountId)
+    if (!set) this.subscribers.set(subscriber.accountId, (set = new Set()))
+    set.add(subscriber)
+    return () => {
+      set.delete(subscriber)
+      if (!set.size && this.subscribers.get(subscriber.accountId) === set) this.subscribers.delete(subscriber.accountId)
+    }
+  }
+
+  /**
+   * Admits a new stream of `principal`'s account, or refuses it: 429 beyond the account's limit on this process,
+   * 503 while the process is draining. `make` builds the stream with its end hook already wired to unregister it.
+   */
+  admit(principal: Principal, token: string, make: (onEnd: () => void) => SseStream): OpenStream {
+    if (this.draining) throw new ApiError('service_unavailable', 'This server is shutting down; reconnect (another process will take the stream).', { headers: { 'retry-after': '1' } })
+    const limit = this.deps.config.streams.perAccount
+    let set = this.open.get(principal.accountId)
+    if ((set?.size ?? 0) >= limit) {
+      throw new ApiError('too_many_streams', `This account already holds ${limit} open streams on this server (STREAMS_PER_ACCOUNT). Close one, or share one stream between views.`, { headers: { 'retry-after': '5' } })
+    }
+    if (!set) this.open.set(principal.accountId, (set = new Set()))
+    const account = set
+    const stream: OpenStream = {
+      principal, token, tokenHash: hashToken(token),
+      sse: make(() => {
+        account.delete(stream)
+        if (!account.size && this.open.get(principal.accountId) === account) this.open.delete(principal.accountId)
+      }),
+    }
+    account.add(stream)
+    return stream
+  }
+
+  /** Streams open on this process (metrics and tests). */
+  get openStreams(): number {
+    let n = 0
+    for (const set of this.open.values()) n += set.size
+    return n
+  }
+
+  /**
+   * A key or account was invalidated (revoked, deleted, plan changed): every stream it concerns checks its key again
+   * (the authenticator forgot it first: it subscribed before us) and ends at once if the key no longer holds.
+   */
+  private async recheck(message: string) {
+    const colon = message.indexOf(':')
+    const kind = message.slice(0, colon)
+    const value = message.slice(colon + 1)
+    for (const set of this.open.values()) {
+      for (const stream of set) {
+        if (kind === 'key' ? stream.tokenHash !== value : stream.principal.accountId !== value) continue
+        const principal = await Promise.resolve(this.deps.authenticator.verify(stream.token)).catch(() => stream.principal)
+        if (!principal) stream.sse.close({ event: 'revoked', data: { detail: 'The key this stream was opened with was revoked, deleted or expired.' } })
+      }
+    }
+  }
+
+  /** SIGTERM: refuses new streams and ends every open one with a `shutdown` event (clients reconnect elsewhere). */
+  drain(): void {
+    this.draining = true
+    const last: SseEvent = { event: 'shutdown', data: { detail: 'This server is shutting down; reconnect with Last-Event-ID to resume on another.' } }
+    for (const set of [...this.open.values()]) for (const stream of [...set]) stream.sse.close(last)
+    this.logSubscription?.unsubscribe()
+  }
+}
