@@ -467,7 +467,7 @@ export interface paths {
         };
         /**
          * Poll for a pairing result
-         * @description No key needed. Poll every 5 s; the first poll after the owner claims the device carries its key.
+         * @description No key needed: the claim id is the secret. Poll every 5 s; polling sooner answers `slow_down` (RFC 8628 §3.5). The first poll after the owner claims the device mints its key and carries it; later polls carry only `device_id`. A claim whose device was deleted before its key was handed over answers `expired`. Limited to 120 polls per minute per client address, unknown claim ids included (429 with Retry-After).
          */
         get: operations["getDeviceClaim"];
         put?: never;
@@ -516,6 +516,77 @@ export interface paths {
          * @description The same fields as the GET, as a form or JSON body (or in the query string). The device key may be the body's `key` field; OpenAPI has no security scheme for that, hence the empty requirement among the alternatives (a request with no key anywhere is a 401).
          */
         post: operations["submitPingForm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/environment/readings/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream readings as they arrive (Server-Sent Events)
+         * @description Every reading of the account accepted after the request (by any server process), filtered as `GET /environment/readings` filters
+         *     (`environment_id`, `device_id`, `channel`, `metric`), one `reading` event each: `data` is the reading as the readings query shows it
+         *     (`{"ts","device_id","channel","metric","environment_id","value"}`), `id` is `<epoch ms>:<device id>:<channel>`, which identifies the reading
+         *     (the store keeps one per device, channel and instant). Each reading acknowledged to its device during the stream's life arrives once.
+         *
+         *     **Resume**: send the last id received as `Last-Event-ID` (EventSource does so by itself). The readings stored after it, in reading time, are
+         *     sent first (at least once: drop repeats by id), then live ones. The replay reaches back at most 15 minutes (`STREAM_REPLAY_WINDOW_MS`) and
+         *     10,000 readings; beyond either, one `skipped` event (`{"from","to","detail"}`) names the span not replayed
+         *     (read it with `GET /environment/readings`). Ids are reading times, so a reading whose own timestamp is older than the last id received (a
+         *     device that sends late, or whose clock lags) and that arrived while the client was away is not replayed. With the ingest log on, readings
+         *     are streamed when the log has them and replayed once a writer has stored them (normally within a second).
+         *
+         *     The stream opens with a `retry:` line, then sends events as they happen and a comment line (`: heartbeat`) every
+         *     15 s (`STREAM_HEARTBEAT_MS`) so proxies keep it open. **Bounded cost**: an account holds at most 20 streams per server process (`STREAMS_PER_ACCOUNT`;
+         *     beyond, 429 `too_many_streams`); a client that does not read has at most 1 MiB (`STREAM_BUFFER_BYTES`) waiting for it, then it is sent one
+         *     `dropped` event (`{"reason":"slow_consumer","last_id":…}`) and the stream ends: reconnect with `Last-Event-ID` to resume. The stream also
+         *     ends with one last event when the key is revoked (`revoked`, at once, on every server process) or the server shuts down (`shutdown`:
+         *     reconnect, another process takes it). Browsers' `EventSource` reconnects by itself and sends `Last-Event-ID`; it cannot send headers, so
+         *     the console's pages use their session.
+         */
+        get: operations["streamReadings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream the account's events as they happen (Server-Sent Events)
+         * @description The events webhooks carry (record changes, alerts opening and closing, devices going silent and back), as they are written by
+         *     any server process, one `event` event each: `data` is the event exactly as `GET /events/{id}` shows it, `id` its event id. Events reach the
+         *     stream within about a second (each server process reads new events once a second for all its streams).
+         *
+         *     **Resume**: send the last event id received as `Last-Event-ID`: the events after it are sent first (up to 1,000;
+         *     beyond, one `skipped` event says which span was left out, to read with `GET /events`), then live ones. Events are kept 30 days.
+         *
+         *     The stream opens with a `retry:` line, then sends events as they happen and a comment line (`: heartbeat`) every
+         *     15 s (`STREAM_HEARTBEAT_MS`) so proxies keep it open. **Bounded cost**: an account holds at most 20 streams per server process (`STREAMS_PER_ACCOUNT`;
+         *     beyond, 429 `too_many_streams`); a client that does not read has at most 1 MiB (`STREAM_BUFFER_BYTES`) waiting for it, then it is sent one
+         *     `dropped` event (`{"reason":"slow_consumer","last_id":…}`) and the stream ends: reconnect with `Last-Event-ID` to resume. The stream also
+         *     ends with one last event when the key is revoked (`revoked`, at once, on every server process) or the server shuts down (`shutdown`:
+         *     reconnect, another process takes it). Browsers' `EventSource` reconnects by itself and sends `Last-Event-ID`; it cannot send headers, so
+         *     the console's pages use their session.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1329,7 +1400,7 @@ export interface components {
         };
         ClaimStarted: {
             /**
-             * @description Poll GET /sensors/claim/status with it.
+             * @description A secret, the device's alone: whoever presents it to GET /sensors/claim/status is handed the device key once the owner approves. Its 80 random bits are drawn for it alone (never derived from another id), and the service keeps only its hash. Keep it out of logs and displays; show the owner `user_code` instead.
              * @example clm_01jd8x3m5v6w7y8z9a0b1c2d3e
              */
             claim_id: string;
@@ -1358,7 +1429,7 @@ export interface components {
             status: "pending" | "slow_down" | "claimed" | "expired";
             /** @example dev_01jd8x3m5v6w7y8z9a0b1c2d3e */
             device_id?: string;
-            /** @description On the first poll after the claim only. */
+            /** @description On the first poll after the claim only: minted for that poll, stored only as a hash, never shown again. */
             device_key?: string;
         };
         Clutch: {
@@ -2254,7 +2325,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Problem details; `code` is one of: rate_limited, too_many_queries. */
+        /** @description Problem details; `code` is one of: rate_limited, too_many_queries, too_many_streams. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2332,7 +2403,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description An error `code`. */
-                code: "malformed_json" | "invalid_parameter" | "invalid_cursor" | "authentication_required" | "invalid_token" | "insufficient_scope" | "device_key_not_allowed" | "plan_not_eligible" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_mismatch" | "query_too_expensive" | "query_timeout" | "beyond_retention" | "rate_limited" | "too_many_queries" | "internal_error" | "service_unavailable";
+                code: "malformed_json" | "invalid_parameter" | "invalid_cursor" | "authentication_required" | "invalid_token" | "insufficient_scope" | "device_key_not_allowed" | "plan_not_eligible" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_mismatch" | "query_too_expensive" | "query_timeout" | "beyond_retention" | "rate_limited" | "too_many_queries" | "too_many_streams" | "internal_error" | "service_unavailable";
             };
             cookie?: never;
         };
@@ -3607,6 +3678,7 @@ export interface operations {
     getDeviceClaim: {
         parameters: {
             query: {
+                /** @description The claim id POST /sensors/claim/start returned: a secret (see ClaimStarted.claim_id). */
                 claim_id: string;
             };
             header?: never;
@@ -3628,6 +3700,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -3747,6 +3820,82 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    streamReadings: {
+        parameters: {
+            query?: {
+                environment_id?: string;
+                device_id?: string;
+                channel?: string;
+                metric?: string;
+                /** @description The same as the `Last-Event-ID` header, for clients that cannot set headers on a first connection; the header wins. */
+                last_event_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /** @description The same as the `Last-Event-ID` header, for clients that cannot set headers on a first connection; the header wins. */
+                last_event_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
