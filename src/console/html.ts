@@ -102,8 +102,35 @@ footer { max-width: 60rem; margin: 0 auto; padding: 1rem; font-size: .9rem; }
 }
 `
 
-/** Copy buttons: the one piece of behaviour the pages need a script for. */
+/**
+ * Copy buttons; and a device page's live readings: an EventSource on the device's stream (no polling), each reading
+ * updating its channel's row, the device's last-seen time, and its chart's line (the chart carries its frame:
+ * time span, value range and geometry, so a point lands where the server would have drawn it).
+ */
 export const CONSOLE_JS = `
+const live = document.querySelector('[data-live]')
+if (live && window.EventSource) {
+  const state = live.querySelector('[data-live-state]')
+  const source = new EventSource(live.dataset.live)
+  source.onopen = () => { state.textContent = 'Live: updates as the device reports.' }
+  source.onerror = () => { state.textContent = 'Reconnecting…' }
+  source.addEventListener('reading', (event) => {
+    const r = JSON.parse(event.data)
+    const at = r.ts.replace('T', ' ').slice(0, 19)
+    let row = [...live.querySelectorAll('tbody tr')].find((tr) => tr.dataset.channel === r.channel)
+    if (!row) { row = live.querySelector('tbody').insertRow(); row.dataset.channel = r.channel; for (let i = 0; i < 3; i++) row.insertCell() }
+    row.cells[0].textContent = r.channel; row.cells[1].textContent = String(r.value); row.cells[2].textContent = at
+    const seen = document.querySelector('[data-last-seen] dd')
+    if (seen) seen.textContent = at.slice(0, 16) + ' UTC'
+    const line = [...document.querySelectorAll('polyline[data-channel]')].find((l) => l.dataset.channel === r.channel)
+    if (!line) return
+    const [t0, t1, lo, hi, w, h, left, right, top, bottom] = line.closest('svg').dataset.frame.split(',').map(Number)
+    const ts = Date.parse(r.ts)
+    const x = Math.min(w - right, left + ((ts - t0) / Math.max(1, t1 - t0)) * (w - left - right))
+    const y = Math.max(top, Math.min(h - bottom, h - bottom - ((r.value - lo) / (hi - lo)) * (h - top - bottom)))
+    line.setAttribute('points', line.getAttribute('points') + ' ' + x.toFixed(1) + ',' + y.toFixed(1))
+  })
+}
 document.addEventListener('click', async (event) => {
   const button = event.target.closest('[data-copy]')
   if (!button) return

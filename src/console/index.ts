@@ -20,6 +20,7 @@ import { createDevice, getDevice, listDevices, presentDevice } from '../modules/
 import { ASSET_PATH, CONSOLE_CSS, CONSOLE_JS, CONSOLE_PATH, FAVICON_SVG, Html, html, notice, page, type Frame } from './html.ts'
 import { activateBody, devicesBody, deviceBody, errorBody, keysBody, pairedBody, readingsChart, signInBody, unmappedChannels, type ChannelRowInput } from './pages.ts'
 import { pathAndQueryOf } from '../http/request-url.ts'
+import { openStream, readingEvent } from '../streams/routes.ts'
 import {
   SESSION_COOKIE, SESSION_TTL_MS, SIGN_IN_COOKIE, clearCookie, cookieOf, createSession, endSession, randomToken,
   readSession, sameToken, setCookie, type Session,
@@ -310,6 +311,18 @@ export function consoleModule(deps: Deps) {
       // The header and the charts read the same list, so neither lags the other.
       const unmapped = unmappedChannels(device, points)
       const chart = holds(viewer, READINGS_SCOPE) ? readingsChart(points, window, unmapped) : notice('error', html`Your key lacks the <code>${READINGS_SCOPE}</code> scope, which readings need.`)
-      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody({ ...device, unmapped_channels: unmapped }, places, chart) })
+      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody({ ...device, unmapped_channels: unmapped }, places, chart, holds(viewer, READINGS_SCOPE)) })
     }), { params: t.Object({ id: t.String() }), detail: { hide: true } })
+
+    // The device page's live readings (src/streams/): the session's cookie admits it, as EventSource sends no key; the
+    // same scopes as the page's readings, the account's stream limit, and it ends when the session's key is revoked.
+    .get(`${CONSOLE_PATH}/devices/:id/stream`, async ({ request, params }) => {
+      const viewer = await viewerOf(request)
+      if (!viewer || !holds(viewer, DEVICES_SCOPE) || !holds(viewer, READINGS_SCOPE)) return new Response('Sign in with a key holding sensors:read and environment:read.', { status: 401, headers: { 'content-type': 'text/plain; charset=utf-8' } })
+      const accountId = viewer.session.accountId
+      if (!isId('device', params.id) || !(await getDevice(db, accountId, params.id))) return new Response('No such device.', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' } })
+      const { sse, onEnd } = openStream(deps, { accountId, tokenHash: viewer.key.tokenHash, stillValid: async () => (await viewerOf(request)) !== undefined }, request)
+      onEnd(deps.streams.subscribe({ accountId, filter: { deviceId: params.id }, deliver: (readings) => { for (const r of readings) if (!sse.send(readingEvent(r))) return } }))
+      return sse.response
+    }, { params: t.Object({ id: t.String() }), detail: { hide: true } })
 }

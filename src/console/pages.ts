@@ -207,9 +207,9 @@ export function readingsChart(rows: readonly ChartPoint[], window: { from: numbe
     const metric = first.metric ? METRIC_BY_ID.get(first.metric) : undefined
     const title = metric ? `${metric.name} (${metric.unit})` : first.metric ?? `${first.channel} (${unmapped.includes(first.channel) ? 'unmapped' : 'no metric when recorded'})`
     const grid = ticks.map((v) => html`<line x1="${left}" y1="${y(v).toFixed(1)}" x2="${w - right}" y2="${y(v).toFixed(1)}" stroke="#e6eae7"/><text class="y-label" x="${left - 6}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${v.toFixed(decimals)}</text>`)
-    const lines = members.map((m) => html`<polyline fill="none" stroke="${m.color}" stroke-width="2" points="${m.series.map((r) => `${x(r.ts).toFixed(1)},${y(r.value).toFixed(1)}`).join(' ')}"/>`)
+    const lines = members.map((m) => html`<polyline data-channel="${m.channel}" fill="none" stroke="${m.color}" stroke-width="2" points="${m.series.map((r) => `${x(r.ts).toFixed(1)},${y(r.value).toFixed(1)}`).join(' ')}"/>`)
     return html`<figure class="chart"><figcaption>${title}</figcaption>
-<svg class="chart" viewBox="0 0 ${w} ${h}" role="img" aria-label="${title}, last 24 hours" font-size="12" fill="#5b6660">${grid}
+<svg class="chart" data-frame="${[t0, t1, lo, hi, w, h, left, right, top, bottom].join(',')}" viewBox="0 0 ${w} ${h}" role="img" aria-label="${title}, last 24 hours" font-size="12" fill="#5b6660">${grid}
 <line x1="${left}" y1="${h - bottom}" x2="${w - right}" y2="${h - bottom}" stroke="#9aa39e"/>${timeLabels}${lines}</svg></figure>`
   })
   const summary = channels.map((c) => {
@@ -221,12 +221,15 @@ export function readingsChart(rows: readonly ChartPoint[], window: { from: numbe
 ${summary.map((l) => html`<tr><td><svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" fill="${l.color}"/></svg> ${l.channel}</td><td>${l.metric ?? html`<span class="muted">unmapped</span>`}</td><td>${round(l.last)}</td><td>${round(l.lo)} – ${round(l.hi)}</td></tr>`)}</tbody></table></div>`
 }
 
-export function deviceBody(device: PresentedDevice, places: Map<string, string>, chart: Html): Html {
+/** `live`: the page opens the device's readings stream (the viewer may read readings) and updates as they arrive. */
+export function deviceBody(device: PresentedDevice, places: Map<string, string>, chart: Html, live = false): Html {
   return html`<section><dl class="facts"><div><dt>Model</dt><dd>${device.model ?? '—'}</dd></div><div><dt>Hardware id</dt><dd>${device.hardware_id ?? '—'}</dd></div>
-<div><dt>Last seen</dt><dd>${when(device.last_seen_at)}</dd></div><div><dt>Unmapped channels</dt><dd>${tags(device.unmapped_channels)}</dd></div></dl></section>
+<div data-last-seen><dt>Last seen</dt><dd>${when(device.last_seen_at)}</dd></div><div><dt>Unmapped channels</dt><dd>${tags(device.unmapped_channels)}</dd></div></dl></section>
 <section><h2>Channels</h2>${device.channels.length ? html`<table class="stack"><thead><tr><th>Channel</th><th>Metric</th><th>Unit</th><th>Environment</th></tr></thead><tbody>
 ${device.channels.map((c) => html`<tr><td data-label="Channel">${c.key}</td><td data-label="Metric">${c.metric ?? '—'}</td><td data-label="Unit">${c.unit ?? '—'}</td><td data-label="Environment">${c.environment_id ? places.get(c.environment_id) ?? c.environment_id : '—'}</td></tr>`)}</tbody></table>` : html`<p class="muted">None mapped.</p>`}</section>
-<section><h2>Latest readings</h2>${chart}</section>`
+<section><h2>Latest readings</h2>${chart}</section>${live ? html`
+<section data-live="${CONSOLE_PATH}/devices/${device.id}/stream"><h2>Live</h2><p class="muted" data-live-state>Connecting…</p>
+<table><thead><tr><th>Channel</th><th>Value</th><th>At (UTC)</th></tr></thead><tbody></tbody></table></section>` : ''}`
 }
 
 export const errorBody = (message: string) => html`${notice('error', message)}<p><a href="${CONSOLE_PATH}/keys">Back to the console</a></p>`

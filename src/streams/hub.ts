@@ -30,11 +30,16 @@ export interface ReadingsSubscriber {
   deliver(readings: Reading[]): void
 }
 
+/** Who holds a stream: its account, the hash of its key (what revocations name), and whether that key still holds. */
+export interface StreamHolder {
+  readonly accountId: string
+  readonly tokenHash: string
+  stillValid(): Promise<boolean>
+}
+
 /** An open stream as the hub knows it: whose it is, and how to end it. */
 export interface OpenStream {
-  readonly principal: Principal
-  readonly tokenHash: string
-  readonly token: string
+  readonly holder: StreamHolder
   readonly sse: SseStream
 }
 
@@ -129,23 +134,32 @@ export class StreamHub {
   }
 
   /**
-   * Admits a new stream of `principal`'s account, or refuses it: 429 beyond the account's limit on this process,
+   * Admits a new stream of the holder's account, or refuses it: 429 beyond the account's limit on this process,
    * 503 while the process is draining. `make` builds the stream with its end hook already wired to unregister it.
    */
-  admit(principal: Principal, token: string, make: (onEnd: () => void) => SseStream): OpenStream {
+  /** The holder of an API stream: the key it was opened with, checked again (the cache has forgotten it by then). */
+  keyHolder(principal: Principal, token: string): StreamHolder {
+    return {
+      accountId: principal.accountId, tokenHash: hashToken(token),
+      stillValid: async () => (await Promise.resolve(this.deps.authenticator.verify(token)).catch(() => principal)) !== undefined,
+    }
+  }
+
+  admit(holder: StreamHolder, make: (onEnd: () => void) => SseStream): OpenStream {
     if (this.draining) throw new ApiError('service_unavailable', 'This server is shutting down; reconnect (another process will take the stream).', { headers: { 'retry-after': '1' } })
     const limit = this.deps.config.streams.perAccount
-    let set = this.open.get(principal.accountId)
+    const accountId = holder.accountId
+    let set = this.open.get(accountId)
     if ((set?.size ?? 0) >= limit) {
       throw new ApiError('too_many_streams', `This account already holds ${limit} open streams on this server (STREAMS_PER_ACCOUNT). Close one, or share one stream between views.`, { headers: { 'retry-after': '5' } })
     }
-    if (!set) this.open.set(principal.accountId, (set = new Set()))
+    if (!set) this.open.set(accountId, (set = new Set()))
     const account = set
     const stream: OpenStream = {
-      principal, token, tokenHash: hashToken(token),
+      holder,
       sse: make(() => {
         account.delete(stream)
-        if (!account.size && this.open.get(principal.accountId) === account) this.open.delete(principal.accountId)
+        if (!account.size && this.open.get(accountId) === account) this.open.delete(accountId)
       }),
     }
     account.add(stream)
@@ -169,9 +183,8 @@ export class StreamHub {
     const value = message.slice(colon + 1)
     for (const set of this.open.values()) {
       for (const stream of set) {
-        if (kind === 'key' ? stream.tokenHash !== value : stream.principal.accountId !== value) continue
-        const principal = await Promise.resolve(this.deps.authenticator.verify(stream.token)).catch(() => stream.principal)
-        if (!principal) stream.sse.close({ event: 'revoked', data: { detail: 'The key this stream was opened with was revoked, deleted or expired.' } })
+        if (kind === 'key' ? stream.holder.tokenHash !== value : stream.holder.accountId !== value) continue
+        if (!(await stream.holder.stillValid())) stream.sse.close({ event: 'revoked', data: { detail: 'The key this stream was opened with was revoked, deleted or expired.' } })
       }
     }
   }

@@ -9,7 +9,8 @@ import { API_PREFIX } from '../http/pipeline.ts'
 import { principalMacro } from '../http/request.ts'
 import { isId } from '../ids.ts'
 import { EventsFeed, eventIdFloor, type StoredEvent } from './events-feed.ts'
-import type { ReadingsFilterFields } from './hub.ts'
+import type { ReadingsFilterFields, StreamHolder } from './hub.ts'
+import type { Principal } from '../auth/authenticator.ts'
 import { SseStream } from './sse.ts'
 
 /** Readings replayed to a resumed stream at most; past it, one `skipped` event says from where to where. */
@@ -48,21 +49,30 @@ ends with one last event when the key is revoked (\`revoked\`, at once, on every
 reconnect, another process takes it). Browsers' \`EventSource\` reconnects by itself and sends \`Last-Event-ID\`; it cannot send headers, so
 the console's pages use their session.`
 
+/**
+ * Opens an admitted stream for `holder` (429 past the account's limit); `onEnd(cleanup)` adds what runs once when it
+ * ends, however it ends (the client gone included).
+ */
+export function openStream(deps: Pick<Deps, 'streams' | 'config'>, holder: StreamHolder, request: Request) {
+  const limits = deps.config.streams
+  const cleanups: (() => void)[] = []
+  const stream = deps.streams.admit(holder, (onEnd) => new SseStream({
+    bufferBytes: limits.bufferBytes, heartbeatMs: limits.heartbeatMs,
+    onEnd: () => { onEnd(); for (const cleanup of cleanups) cleanup() },
+  }))
+  // The client went away: end at once, not at the next write.
+  request.signal.addEventListener('abort', () => stream.sse.close(), { once: true })
+  return { sse: stream.sse, onEnd: (cleanup: () => void) => { cleanups.push(cleanup) } }
+}
+
+/** A reading as a `reading` event, as the readings stream sends it (the console's device page takes the same). */
+export const readingEvent = (r: Reading | RawRow) => ({ id: readingId(r.ts, 'deviceId' in r ? r.deviceId : r.device_id, r.channel), event: 'reading', data: presentReading(r) })
+
 export function streamRoutes(deps: Pick<Deps, 'streams' | 'readings' | 'config' | 'database' | 'log'>) {
   const feed = new EventsFeed(deps)
   const { streams: limits } = deps.config
 
-  /** Opens an admitted stream; `cleanup` runs once when it ends, however it ends. */
-  const open = (request: Request, principal: Parameters<typeof deps.streams.admit>[0]) => {
-    const cleanups: (() => void)[] = []
-    const stream = deps.streams.admit(principal, tokenOf(request)!, (onEnd) => new SseStream({
-      bufferBytes: limits.bufferBytes, heartbeatMs: limits.heartbeatMs,
-      onEnd: () => { onEnd(); for (const cleanup of cleanups) cleanup() },
-    }))
-    // The client went away: end at once, not at the next write.
-    request.signal.addEventListener('abort', () => stream.sse.close(), { once: true })
-    return { sse: stream.sse, onEnd: (cleanup: () => void) => cleanups.push(cleanup) }
-  }
+  const open = (request: Request, principal: Principal) => openStream(deps, deps.streams.keyHolder(principal, tokenOf(request)!), request)
 
   const lastEventId = (request: Request, query: { last_event_id?: string }) => request.headers.get('last-event-id') ?? query.last_event_id
 
@@ -74,7 +84,7 @@ export function streamRoutes(deps: Pick<Deps, 'streams' | 'readings' | 'config' 
       if (last && !resumeFrom) throw new ApiError('invalid_parameter', 'Last-Event-ID is not an event id of this stream.', { errors: [{ path: '/header/last-event-id', message: 'must be an id this stream sent (<epoch ms>:<device id>:<channel>)' }] })
       const filter: ReadingsFilterFields = { environmentId: query.environment_id, deviceId: query.device_id, channel: query.channel, metric: query.metric }
       const { sse, onEnd } = open(request, principal)
-      const send = (r: Reading | RawRow) => sse.send({ id: readingId(r.ts, 'deviceId' in r ? r.deviceId : r.device_id, r.channel), event: 'reading', data: presentReading(r) })
+      const send = (r: Reading | RawRow) => sse.send(readingEvent(r))
       // Live readings are taken from now on; during a replay they wait here, and go out after it, less the replayed ones.
       let held: Reading[] | undefined = resumeFrom ? [] : undefined
       onEnd(deps.streams.subscribe({
