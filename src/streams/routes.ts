@@ -1,6 +1,7 @@
 // GET /environment/readings/stream and GET /events/stream: Server-Sent Events (text/event-stream) with resume.
 import { Elysia, t } from 'elysia'
-import type { Reading, RawRow } from '../../ingest/stores/interface.ts'
+import { AGGREGATES, type Aggregate, type BucketPosition, type BucketRow, type IntervalName, type Reading, type RawRow } from '../../ingest/stores/interface.ts'
+import { bucketNumber, bucketStart, INTERVALS } from '../../ingest/planner.ts'
 import type { Deps } from '../deps.ts'
 import { tokenOf } from '../http/checks/authenticate.ts'
 import { ApiError } from '../http/errors.ts'
@@ -18,6 +19,10 @@ export const MAX_REPLAY_READINGS = 10_000
 /** Events replayed to a resumed events stream at most. */
 export const MAX_REPLAY_EVENTS = 1_000
 const REPLAY_PAGE = 1_000
+/** How long after a bucket's end its event waits for readings still on their way (group commit, the ingest log). */
+const BUCKET_SETTLE_MS = 2_000
+/** How many buckets back a resumed bucket stream replays at most. */
+const MAX_REPLAY_BUCKETS = 60
 /** Live readings held while a resumed stream replays, at most (past it the stream is dropped as slow). */
 const MAX_HELD = 50_000
 
@@ -37,6 +42,8 @@ const StreamQuery = t.Object({
   device_id: t.Optional(t.String({ maxLength: 40 })),
   channel: t.Optional(t.String({ maxLength: 32 })),
   metric: t.Optional(t.String({ maxLength: 50 })),
+  interval: t.Optional(t.Union((Object.keys(INTERVALS) as IntervalName[]).map((name) => t.Literal(name)), { description: 'Buckets instead of readings: one `bucket` event per series (device and channel) when each bucket closes, with the aggregates the readings query answers for it (`GET /environment/readings?interval=…&agg=…`). Buckets as the query places them (UTC).' })),
+  agg: t.Optional(t.String({ pattern: `^(${AGGREGATES.join('|')})(,(${AGGREGATES.join('|')}))*$`, description: 'With `interval`: comma-separated aggregates (default avg).', examples: ['avg,max'] })),
   last_event_id: t.Optional(t.String({ maxLength: 200, description: 'The same as the `Last-Event-ID` header, for clients that cannot set headers on a first connection; the header wins.' })),
 })
 
@@ -83,7 +90,12 @@ export function streamRoutes(deps: Pick<Deps, 'streams' | 'readings' | 'config' 
       const resumeFrom = last ? parseReadingId(last) : undefined
       if (last && !resumeFrom) throw new ApiError('invalid_parameter', 'Last-Event-ID is not an event id of this stream.', { errors: [{ path: '/header/last-event-id', message: 'must be an id this stream sent (<epoch ms>:<device id>:<channel>)' }] })
       const filter: ReadingsFilterFields = { environmentId: query.environment_id, deviceId: query.device_id, channel: query.channel, metric: query.metric }
+      if (query.agg && !query.interval) throw new ApiError('invalid_parameter', 'agg needs an interval.', { errors: [{ path: '/query/agg', message: 'needs interval' }] })
       const { sse, onEnd } = open(request, principal)
+      if (query.interval) {
+        bucketStream(principal.accountId, filter, query.interval, (query.agg?.split(',') ?? ['avg']) as Aggregate[], resumeFrom, sse, onEnd)
+        return sse.response
+      }
       const send = (r: Reading | RawRow) => sse.send(readingEvent(r))
       // Live readings are taken from now on; during a replay they wait here, and go out after it, less the replayed ones.
       let held: Reading[] | undefined = resumeFrom ? [] : undefined
@@ -122,6 +134,12 @@ ${MAX_REPLAY_READINGS.toLocaleString('en-US')} readings; beyond either, one \`sk
 (read it with \`GET /environment/readings\`). Ids are reading times, so a reading whose own timestamp is older than the last id received (a
 device that sends late, or whose clock lags) and that arrived while the client was away is not replayed. With the ingest log on, readings
 are streamed when the log has them and replayed once a writer has stored them (normally within a second).
+
+**Buckets**: with \`interval\` (and \`agg\`, default \`avg\`), one \`bucket\` event per series (device and channel) holding readings, 2 s
+after each bucket closes (for readings still on their way), with the values \`GET /environment/readings?interval=…&agg=…\` answers for that
+bucket and series (\`{"ts","device_id","channel","metric","environment_id", aggregates…}\`, \`ts\` the bucket start); \`id\` is
+\`<bucket start ms>:<device id>:<channel>\`. A reading accepted later than that for a closed bucket changes what the query answers, not
+what was sent. Resumed, the closed buckets after the id's are sent first, from at most ${MAX_REPLAY_BUCKETS} buckets back (beyond, a \`skipped\` event).
 
 ${STREAM_COMMON}`,
       }),
@@ -175,6 +193,52 @@ beyond, one \`skipped\` event says which span was left out, to read with \`GET /
 ${STREAM_COMMON}`,
       }),
     })
+
+  /**
+   * Buckets: when each bucket has closed (and BUCKET_SETTLE_MS more, for readings still on their way), one `bucket`
+   * event per series holding readings in it, read from the store as the readings query reads it. Resumed, the closed
+   * buckets after the id's are sent first, from at most MAX_REPLAY_BUCKETS back.
+   */
+  function bucketStream(accountId: string, filter: ReadingsFilterFields, interval: IntervalName, aggregates: Aggregate[], resumeFrom: [number, string, string] | undefined, sse: SseStream, onEnd: (cleanup: () => void) => void) {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    onEnd(() => clearTimeout(timer))
+    const spec = { interval, aggregates, groupBy: 'series' as const }
+    const present = (row: BucketRow) => ({ ts: new Date(row.ts).toISOString(), device_id: row.device_id, channel: row.channel, metric: row.metric, environment_id: row.environment_id, avg: row.avg, min: row.min, max: row.max, last: row.last, count: row.count })
+    /** Sends the buckets of [from, to) after `after`; false once the stream has ended. */
+    const sendBuckets = async (from: number, to: number, after?: BucketPosition): Promise<boolean> => {
+      const signal = AbortSignal.timeout(deps.config.readingsQueries.timeoutMs)
+      for (;;) {
+        const rows = await deps.readings.buckets({ accountId, ...filter, from, to }, spec, REPLAY_PAGE, after, 0, signal)
+        for (const row of rows) if (!sse.send({ id: readingId(row.ts, row.device_id!, row.channel!), event: 'bucket', data: present(row) })) return false
+        if (rows.length < REPLAY_PAGE) return true
+        const last = rows[rows.length - 1]!
+        after = [last.ts, last.device_id!, last.channel!]
+      }
+    }
+    /** Waits for bucket `n` to close, sends it, and goes on with the next. */
+    const closeAt = (n: number) => {
+      const due = bucketStart(interval, n + 1) + BUCKET_SETTLE_MS
+      timer = setTimeout(() => {
+        sendBuckets(bucketStart(interval, n), bucketStart(interval, n + 1)).then((open) => { if (open) closeAt(n + 1) }, (error) => {
+          deps.log.warn('readings stream: bucket read failed', { error: String(error) })
+          sse.close({ event: 'dropped', data: { reason: 'store_unavailable', detail: 'The store did not answer for a closed bucket; reconnect with Last-Event-ID to resume.' } })
+        })
+      }, Math.max(0, due - Date.now()))
+      timer.unref?.()
+    }
+    const now = Date.now()
+    const current = bucketNumber(interval, now - BUCKET_SETTLE_MS)
+    if (!resumeFrom) return closeAt(current)
+    // Closed buckets after the id's: [its bucket's start, the current bucket's start), from at most MAX_REPLAY_BUCKETS back.
+    const oldest = bucketStart(interval, current - MAX_REPLAY_BUCKETS)
+    const resumeBucket = bucketStart(interval, bucketNumber(interval, resumeFrom[0]))
+    if (resumeBucket < oldest) sse.send({ event: 'skipped', data: { from: new Date(resumeBucket).toISOString(), to: new Date(oldest).toISOString(), detail: `Buckets more than ${MAX_REPLAY_BUCKETS} intervals back are not replayed; read them with GET /environment/readings.` } })
+    const from = Math.max(resumeBucket, oldest)
+    void sendBuckets(from, bucketStart(interval, current), resumeBucket >= oldest ? [resumeFrom[0], resumeFrom[1], resumeFrom[2]] : undefined).then((open) => { if (open) closeAt(current) }, (error) => {
+      deps.log.warn('readings stream: bucket replay failed', { error: String(error) })
+      sse.close({ event: 'dropped', data: { reason: 'replay_failed', detail: 'The store did not answer the replay; reconnect with the same Last-Event-ID.' } })
+    })
+  }
 
   /**
    * The account's stored readings after `from` (its keyset position), oldest first, within the replay window and

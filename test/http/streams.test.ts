@@ -16,7 +16,7 @@ function open(env: TestEnv, path: string, token: string, lastEventId?: string) {
   const source = new EventSource(env.baseUrl + path, {
     fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${token}`, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) } }),
   })
-  for (const type of ['reading', 'event', 'skipped', 'dropped', 'revoked', 'shutdown']) {
+  for (const type of ['reading', 'bucket', 'event', 'skipped', 'dropped', 'revoked', 'shutdown']) {
     source.addEventListener(type, (e) => received.push({ id: (e as MessageEvent).lastEventId, type, data: JSON.parse((e as MessageEvent).data) }))
   }
   const opened = new Promise<void>((resolve, reject) => { source.onopen = () => resolve(); source.onerror = (e) => reject(e) })
@@ -94,6 +94,40 @@ describe(`event streams (${backendLabel})`, () => {
     expect(Math.abs(Date.parse(resumed.received[0]!.data.to) - (Date.now() - 15 * 60_000))).toBeLessThan(30_000)
     resumed.source.close()
   })
+
+  test('buckets: a resumed stream replays closed buckets with the values the readings query answers for them', async () => {
+    const bucketDevice = await (await env.request('POST', '/api/v1/sensors/devices', { token: mine.token, body: { name: 'Bucketed', channels: [{ key: 't1', metric: 'temperature' }, { key: 'h1', metric: 'humidity' }] } })).json()
+    const minute = 60_000
+    const start = Math.floor(Date.now() / minute) * minute - 5 * minute
+    const readings = []
+    for (let i = 0; i < 4 * 6; i++) readings.push({ channel: 't1', value: 20 + (i % 7), ts: start + i * 10_000 }, { channel: 'h1', value: 60 - (i % 5), ts: start + i * 10_000 })
+    await post(bucketDevice.key, readings)
+    const query = await (await env.request('GET', `/api/v1/environment/readings?device_id=${bucketDevice.id}&interval=1m&agg=avg,min,max,count&from=${new Date(start).toISOString()}&to=${new Date(start + 4 * minute).toISOString()}`, { token: mine.token })).json()
+    expect(query.data.length).toBe(8)
+    // Resume from before the first bucket: every closed bucket since, per series, in the query's order.
+    const resumed = open(env, `/api/v1/environment/readings/stream?device_id=${bucketDevice.id}&interval=1m&agg=avg,min,max,count`, mine.token, `${start - minute}:${bucketDevice.id}:t1`)
+    await resumed.opened
+    await waitFor(async () => resumed.received.length >= 8, 10_000)
+    await Bun.sleep(200)
+    expect(resumed.received.slice(0, 8).map((r) => r.data)).toEqual(query.data)
+    expect(resumed.received.every((r) => r.type === 'bucket')).toBe(true)
+    expect(resumed.received[0]!.id).toBe(`${start}:${bucketDevice.id}:h1`)
+    resumed.source.close()
+  })
+
+  test('buckets: a live stream sends each bucket once it has closed', async () => {
+    const liveDevice = await (await env.request('POST', '/api/v1/sensors/devices', { token: mine.token, body: { name: 'Minutes', channels: [{ key: 't1', metric: 'temperature' }] } })).json()
+    const stream = open(env, `/api/v1/environment/readings/stream?device_id=${liveDevice.id}&interval=1m&agg=avg,count`, mine.token)
+    await stream.opened
+    const bucket = Math.floor(Date.now() / 60_000) * 60_000
+    await post(liveDevice.key, [{ channel: 't1', value: 10, ts: Math.max(bucket, Date.now() - 1_000) }, { channel: 't1', value: 14, ts: Date.now() }].filter((r, i, all) => i === 0 || r.ts !== all[0]!.ts))
+    await waitFor(async () => stream.received.length >= 1, 75_000, 250)
+    const expected = await (await env.request('GET', `/api/v1/environment/readings?device_id=${liveDevice.id}&interval=1m&agg=avg,count&from=${new Date(bucket).toISOString()}&to=${new Date(bucket + 60_000).toISOString()}`, { token: mine.token })).json()
+    expect(expected.data.length).toBe(1)
+    expect(stream.received.map((r) => r.data)).toEqual(expected.data)
+    expect(stream.received[0]!.type).toBe('bucket')
+    stream.source.close()
+  }, 90_000)
 
   test('curl -N receives events as they come', async () => {
     const curl = Bun.spawn(['curl', '-sN', '-H', `Authorization: Bearer ${mine.token}`, `${env.baseUrl}/api/v1/environment/readings/stream?channel=t1`], { stdout: 'pipe' })

@@ -543,6 +543,12 @@ export interface paths {
          *     device that sends late, or whose clock lags) and that arrived while the client was away is not replayed. With the ingest log on, readings
          *     are streamed when the log has them and replayed once a writer has stored them (normally within a second).
          *
+         *     **Buckets**: with `interval` (and `agg`, default `avg`), one `bucket` event per series (device and channel) holding readings, 2 s
+         *     after each bucket closes (for readings still on their way), with the values `GET /environment/readings?interval=…&agg=…` answers for that
+         *     bucket and series (`{"ts","device_id","channel","metric","environment_id", aggregates…}`, `ts` the bucket start); `id` is
+         *     `<bucket start ms>:<device id>:<channel>`. A reading accepted later than that for a closed bucket changes what the query answers, not
+         *     what was sent. Resumed, the closed buckets after the id's are sent first, from at most 60 buckets back (beyond, a `skipped` event).
+         *
          *     The stream opens with a `retry:` line, then sends events as they happen and a comment line (`: heartbeat`) every
          *     15 s (`STREAM_HEARTBEAT_MS`) so proxies keep it open. **Bounded cost**: an account holds at most 20 streams per server process (`STREAMS_PER_ACCOUNT`;
          *     beyond, 429 `too_many_streams`); a client that does not read has at most 1 MiB (`STREAM_BUFFER_BYTES`) waiting for it, then it is sent one
@@ -3832,6 +3838,9 @@ export interface operations {
                 device_id?: string;
                 channel?: string;
                 metric?: string;
+                interval?: "1m" | "5m" | "15m" | "30m" | "1h" | "6h" | "12h" | "1d" | "1w" | "1mo";
+                /** @description With `interval`: comma-separated aggregates (default avg). */
+                agg?: string;
                 /** @description The same as the `Last-Event-ID` header, for clients that cannot set headers on a first connection; the header wins. */
                 last_event_id?: string;
             };
