@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { EventSource } from 'eventsource'
 import { revokeKeyEverywhere } from '../../src/auth/keys.ts'
+import { HusbandryClient, type StreamEvent } from '../../clients/typescript/src/index.ts'
 import { backendLabel, createTestEnv, problem, waitFor, type TestEnv } from '../helpers.ts'
 
 interface Received { id: string; type: string; data: any }
@@ -128,6 +129,45 @@ describe(`event streams (${backendLabel})`, () => {
     expect(stream.received[0]!.type).toBe('bucket')
     stream.source.close()
   }, 90_000)
+
+  test('the SDK\'s async iterator resumes after a cut connection with Last-Event-ID and misses nothing', async () => {
+    // The first connection is cut (its body ends) after its second reading, as a network failure would end it.
+    let connections = 0
+    const cutting = async (url: string, init: RequestInit) => {
+      const response = await fetch(url, init)
+      if (++connections > 1 || !response.body) return response
+      let seen = 0
+      const decoder = new TextDecoder()
+      const cut = new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          controller.enqueue(chunk)
+          seen += decoder.decode(chunk).split('event: reading').length - 1
+          if (seen >= 2) controller.terminate()
+        },
+      })
+      return new Response(response.body.pipeThrough(cut), { status: response.status, headers: response.headers })
+    }
+    const client = new HusbandryClient({ baseUrl: env.baseUrl, apiKey: mine.token, fetch: cutting })
+    const reconnects: { reason: string; lastEventId: string | undefined }[] = []
+    const controller = new AbortController()
+    const received: StreamEvent<any>[] = []
+    const iterating = (async () => {
+      for await (const event of client.environment.readings.stream({ device_id: device.id, channel: 't1' }, { signal: controller.signal, onReconnect: (r) => reconnects.push(r) })) {
+        received.push(event)
+        if (received.length === 6) break
+      }
+    })()
+    await waitFor(async () => env.deps.streams.openStreams === 1, 5_000)
+    const base = Date.now() - 20_000
+    for (let i = 0; i < 6; i++) {
+      await post(device.key, [{ channel: 't1', value: 100 + i, ts: base + i }])
+      if (i === 1) await waitFor(async () => reconnects.length === 1, 10_000)
+    }
+    await iterating
+    expect(received.map((e) => e.data.value)).toEqual([100, 101, 102, 103, 104, 105])
+    expect(reconnects[0]!.lastEventId).toBe(`${base + 1}:${device.id}:t1`)
+    expect(connections).toBe(2)
+  })
 
   test('curl -N receives events as they come', async () => {
     const curl = Bun.spawn(['curl', '-sN', '-H', `Authorization: Bearer ${mine.token}`, `${env.baseUrl}/api/v1/environment/readings/stream?channel=t1`], { stdout: 'pipe' })

@@ -1,7 +1,8 @@
 import { Paginator } from './pagination.ts';
 import type { RoutedOperationId } from './routes.ts';
 import { type CallOptions, type ClientOptions, type RateLimitStatus, type Result } from './transport.ts';
-import type { BodyOf, Input, ListQuery, PathParamsOf, QueryOf } from './types.ts';
+import { type StreamEvent, type StreamOptions } from './streams.ts';
+import type { BodyOf, Input, ListQuery, PathParamsOf, QueryOf, ResultOf, Schemas } from './types.ts';
 /** Options of a conditional write: `ifMatch` is the ETag you read (see `request`); a stale one is a 412. */
 export interface ConditionalOptions extends CallOptions {
     ifMatch?: string;
@@ -389,6 +390,12 @@ export declare class HusbandryClient {
                 last?: number;
                 count?: number;
             }>;
+            /**
+             * GET /environment/readings/stream as an async iterator of `reading` events (or `bucket` events with `interval`),
+             * plus `skipped` when a resume reached past the replay window. It reconnects by itself with Last-Event-ID, so
+             * readings missed meanwhile come first (at least once: drop repeats by `id`); `break` or `signal` ends it.
+             */
+            stream: (query?: Omit<QueryOf<"streamReadings">, "last_event_id">, options?: StreamOptions) => AsyncGenerator<StreamEvent<Schemas["ReadingRow"]>>;
         };
         alertRules: {
             list: (query?: ListQuery<"listAlertRules">, options?: CallOptions) => Paginator<{
@@ -715,5 +722,7 @@ export declare class HusbandryClient {
                 };
             };
         }>;
+        /** GET /events/stream as an async iterator of `event` events, resumed with Last-Event-ID as readings' stream is. */
+        stream: (options?: StreamOptions) => AsyncGenerator<StreamEvent<ResultOf<"getEvent">>>;
     };
 }

@@ -3,6 +3,7 @@
 // method cannot send a field, filter or header the service does not publish.
 import { Paginator } from "./pagination.js";
 import { Transport } from "./transport.js";
+import { resumingStream } from "./streams.js";
 export class HusbandryClient {
     transport;
     constructor(options) {
@@ -74,6 +75,12 @@ export class HusbandryClient {
         readings: {
             /** GET /environment/readings as JSON rows (raw, bucketed with `interval`/`agg`, or `latest`), page after page. */
             list: (query, options) => this.list('queryReadings', query, options),
+            /**
+             * GET /environment/readings/stream as an async iterator of `reading` events (or `bucket` events with `interval`),
+             * plus `skipped` when a resume reached past the replay window. It reconnects by itself with Last-Event-ID, so
+             * readings missed meanwhile come first (at least once: drop repeats by `id`); `break` or `signal` ends it.
+             */
+            stream: (query, options) => resumingStream((lastEventId, signal) => this.transport.open('streamReadings', { query: query ?? {} }, lastEventId, signal), options),
         },
         alertRules: {
             list: (query, options) => this.list('listAlertRules', query, options),
@@ -127,5 +134,7 @@ export class HusbandryClient {
         list: (query, options) => this.list('listEvents', query, options),
         /** An event exactly as its deliveries carry it. */
         get: (id, options) => this.call('getEvent', { path: { id } }, options),
+        /** GET /events/stream as an async iterator of `event` events, resumed with Last-Event-ID as readings' stream is. */
+        stream: (options) => resumingStream((lastEventId, signal) => this.transport.open('streamEvents', {}, lastEventId, signal), options),
     };
 }

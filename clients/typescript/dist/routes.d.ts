@@ -89,6 +89,10 @@ export declare const ROUTES: {
         readonly method: "GET";
         readonly path: "/api/v1/environment/readings";
     };
+    readonly streamReadings: {
+        readonly method: "GET";
+        readonly path: "/api/v1/environment/readings/stream";
+    };
     readonly listAlertRules: {
         readonly method: "GET";
         readonly path: "/api/v1/environment/alert-rules";
@@ -193,6 +197,10 @@ export declare const ROUTES: {
     readonly getEvent: {
         readonly method: "GET";
         readonly path: "/api/v1/events/{id}";
+    };
+    readonly streamEvents: {
+        readonly method: "GET";
+        readonly path: "/api/v1/events/stream";
     };
 };
 export type RoutedOperationId = keyof typeof ROUTES;

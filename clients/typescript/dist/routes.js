@@ -21,6 +21,7 @@ export const ROUTES = {
     listEnvironments: { method: 'GET', path: '/api/v1/environment/environments' },
     listMetrics: { method: 'GET', path: '/api/v1/environment/metrics' },
     queryReadings: { method: 'GET', path: '/api/v1/environment/readings' },
+    streamReadings: { method: 'GET', path: '/api/v1/environment/readings/stream' },
     listAlertRules: { method: 'GET', path: '/api/v1/environment/alert-rules' },
     createAlertRule: { method: 'POST', path: '/api/v1/environment/alert-rules', idempotencyKey: true },
     getAlertRule: { method: 'GET', path: '/api/v1/environment/alert-rules/{id}' },
@@ -47,6 +48,7 @@ export const ROUTES = {
     resendWebhookEvent: { method: 'POST', path: '/api/v1/webhooks/endpoints/{id}/resend' },
     listEvents: { method: 'GET', path: '/api/v1/events' },
     getEvent: { method: 'GET', path: '/api/v1/events/{id}' },
+    streamEvents: { method: 'GET', path: '/api/v1/events/stream' },
 };
 /**
  * The document's operations the SDK leaves out, and why; a test requires ROUTES and this list together to name

@@ -72,6 +72,11 @@ export declare class Transport {
     rateLimit: RateLimitStatus | undefined;
     constructor(options: ClientOptions);
     request<K extends RoutedOperationId>(operationId: K, input: Input<K>, call?: CallOptions): Promise<Result<K>>;
+    /**
+     * Opens a stream (text/event-stream): one attempt, its Response as it came, the body unread. With `lastEventId`,
+     * sent as Last-Event-ID. No timeout: a stream stays open.
+     */
+    open<K extends RoutedOperationId>(operationId: K, input: Input<K>, lastEventId: string | undefined, signal: AbortSignal | undefined): Promise<Response>;
     private get timeoutMs();
     private wait;
     /** Exponential, with "full jitter" in its upper half, so clients that failed together do not retry together. */

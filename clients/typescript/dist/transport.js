@@ -83,6 +83,22 @@ export class Transport {
             throw problem;
         }
     }
+    /**
+     * Opens a stream (text/event-stream): one attempt, its Response as it came, the body unread. With `lastEventId`,
+     * sent as Last-Event-ID. No timeout: a stream stays open.
+     */
+    open(operationId, input, lastEventId, signal) {
+        const route = ROUTES[operationId];
+        const { path, query } = input;
+        const headers = new Headers(this.options.headers);
+        headers.set('accept', 'text/event-stream');
+        if (this.options.apiKey)
+            headers.set('authorization', `Bearer ${this.options.apiKey}`);
+        if (lastEventId !== undefined)
+            headers.set('last-event-id', lastEventId);
+        const fetchFn = this.options.fetch ?? ((u, init) => fetch(u, init));
+        return fetchFn(this.baseUrl + fillPath(route.path, path) + queryString(query), { method: route.method, headers, signal });
+    }
     get timeoutMs() { return this.options.timeoutMs ?? DEFAULTS.timeoutMs; }
     async wait(event, signal) {
         this.options.onRetry?.(event);

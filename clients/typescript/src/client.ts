@@ -4,7 +4,8 @@
 import { Paginator } from './pagination.ts'
 import type { RoutedOperationId } from './routes.ts'
 import { Transport, type CallOptions, type ClientOptions, type RateLimitStatus, type Result } from './transport.ts'
-import type { BodyOf, Input, ItemOf, ListOperationId, ListQuery, Page, PathParamsOf, QueryOf, ResultOf } from './types.ts'
+import { resumingStream, type StreamEvent, type StreamOptions } from './streams.ts'
+import type { BodyOf, Input, ItemOf, ListOperationId, ListQuery, Page, PathParamsOf, QueryOf, ResultOf, Schemas } from './types.ts'
 
 /** Options of a conditional write: `ifMatch` is the ETag you read (see `request`); a stale one is a 412. */
 export interface ConditionalOptions extends CallOptions { ifMatch?: string }
@@ -95,6 +96,13 @@ export class HusbandryClient {
     readings: {
       /** GET /environment/readings as JSON rows (raw, bucketed with `interval`/`agg`, or `latest`), page after page. */
       list: (query?: ListQuery<'queryReadings'>, options?: CallOptions) => this.list('queryReadings', query, options),
+      /**
+       * GET /environment/readings/stream as an async iterator of `reading` events (or `bucket` events with `interval`),
+       * plus `skipped` when a resume reached past the replay window. It reconnects by itself with Last-Event-ID, so
+       * readings missed meanwhile come first (at least once: drop repeats by `id`); `break` or `signal` ends it.
+       */
+      stream: (query?: Omit<QueryOf<'streamReadings'>, 'last_event_id'>, options?: StreamOptions): AsyncGenerator<StreamEvent<Schemas['ReadingRow']>> =>
+        resumingStream((lastEventId, signal) => this.transport.open('streamReadings', { query: query ?? {} } as Input<'streamReadings'>, lastEventId, signal), options),
     },
     alertRules: {
       list: (query?: ListQuery<'listAlertRules'>, options?: CallOptions) => this.list('listAlertRules', query, options),
@@ -154,5 +162,8 @@ export class HusbandryClient {
     list: (query?: ListQuery<'listEvents'>, options?: CallOptions) => this.list('listEvents', query, options),
     /** An event exactly as its deliveries carry it. */
     get: (id: string, options?: CallOptions) => this.call('getEvent', { path: { id } }, options),
+    /** GET /events/stream as an async iterator of `event` events, resumed with Last-Event-ID as readings' stream is. */
+    stream: (options?: StreamOptions): AsyncGenerator<StreamEvent<ResultOf<'getEvent'>>> =>
+      resumingStream((lastEventId, signal) => this.transport.open('streamEvents', {} as Input<'streamEvents'>, lastEventId, signal), options),
   }
 }

@@ -29,6 +29,7 @@ export const ROUTES = {
   listEnvironments: { method: 'GET', path: '/api/v1/environment/environments' },
   listMetrics: { method: 'GET', path: '/api/v1/environment/metrics' },
   queryReadings: { method: 'GET', path: '/api/v1/environment/readings' },
+  streamReadings: { method: 'GET', path: '/api/v1/environment/readings/stream' },
   listAlertRules: { method: 'GET', path: '/api/v1/environment/alert-rules' },
   createAlertRule: { method: 'POST', path: '/api/v1/environment/alert-rules', idempotencyKey: true },
   getAlertRule: { method: 'GET', path: '/api/v1/environment/alert-rules/{id}' },
@@ -57,6 +58,7 @@ export const ROUTES = {
   resendWebhookEvent: { method: 'POST', path: '/api/v1/webhooks/endpoints/{id}/resend' },
   listEvents: { method: 'GET', path: '/api/v1/events' },
   getEvent: { method: 'GET', path: '/api/v1/events/{id}' },
+  streamEvents: { method: 'GET', path: '/api/v1/events/stream' },
 } as const satisfies { [K in OperationId]?: Route<K> }
 
 export type RoutedOperationId = keyof typeof ROUTES

@@ -149,6 +149,21 @@ export class Transport {
     }
   }
 
+  /**
+   * Opens a stream (text/event-stream): one attempt, its Response as it came, the body unread. With `lastEventId`,
+   * sent as Last-Event-ID. No timeout: a stream stays open.
+   */
+  open<K extends RoutedOperationId>(operationId: K, input: Input<K>, lastEventId: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
+    const route: { method: string; path: string } = ROUTES[operationId]
+    const { path, query } = input as { path?: object; query?: object }
+    const headers = new Headers(this.options.headers)
+    headers.set('accept', 'text/event-stream')
+    if (this.options.apiKey) headers.set('authorization', `Bearer ${this.options.apiKey}`)
+    if (lastEventId !== undefined) headers.set('last-event-id', lastEventId)
+    const fetchFn = this.options.fetch ?? ((u, init) => fetch(u, init))
+    return fetchFn(this.baseUrl + fillPath(route.path, path) + queryString(query), { method: route.method, headers, signal })
+  }
+
   private get timeoutMs(): number { return this.options.timeoutMs ?? DEFAULTS.timeoutMs }
 
   private async wait(event: RetryEvent, signal: AbortSignal | undefined): Promise<void> {
