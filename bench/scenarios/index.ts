@@ -21,6 +21,7 @@ import { history } from './history.ts'
 import { queryIsolation } from './query-isolation.ts'
 import { readingsQuery } from './readings-query.ts'
 import { webhooks } from './webhooks.ts'
+import { stream } from './stream.ts'
 
 export const SCENARIOS: Record<string, Scenario> = {
   'http-layer': httpLayer,
@@ -33,6 +34,8 @@ export const SCENARIOS: Record<string, Scenario> = {
   'ingest-batches': ingestBatches,
   // ingest-postgres's load without and with 1,000 alert rules, alternating.
   'ingest-alerts': ingestAlerts,
+  // ingest-postgres's load without and with 1,000 readings-stream subscribers, alternating; delivery latency.
+  stream,
   'ingest-questdb': ingestQuestdb,
   // Through the NATS ingest log onto QuestDB ÷ ingest-questdb's direct path, just measured.
   'ingest-log': ingestLog,

@@ -11,3 +11,5 @@ export const RULES_CHANNEL = 'alert-rules:invalidate'
 export const STATE_CHANNEL = 'alerts:state'
 /** Carries `origin \t batch…`: readings a process wrote without the ingest log, for every other process's streams (src/streams/hub.ts). */
 export const READINGS_CHANNEL = 'readings:written'
+/** Carries a process's origin id: it holds readings streams, so the others publish their written batches (src/streams/hub.ts). */
+export const LISTENING_CHANNEL = 'readings:listening'
