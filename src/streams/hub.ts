@@ -12,8 +12,8 @@
 // when every batch was published), so a batch is published only while some process holds a readings stream: such a
 // process says so on LISTENING_CHANNEL at once when its first stream opens and every LISTEN_EVERY_MS while it has
 // any (and a minute after its last, so a reconnecting client finds it still heard); the others publish until
-// LISTEN_HEARD_MS after the last word. A process that has just started publishes for LISTEN_HEARD_MS anyway,
-// until it has heard. What is left: a process's first stream misses readings other processes wrote in the
+// LISTEN_HEARD_MS after the last word. A process that has just started asks (ASK) and publishes every batch for
+// LISTEN_STARTUP_MS, until the answers have come. What is left: a process's first stream misses readings other processes wrote in the
 // moment (milliseconds, one pub/sub hop) before they heard it.
 import { randomUUID } from 'node:crypto'
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node'
@@ -65,10 +65,14 @@ export const matches = (filter: ReadingsFilterFields, r: Reading) =>
 const LISTEN_EVERY_MS = 5_000
 const LISTEN_HEARD_MS = 15_000
 const LISTEN_AFTER_LAST_MS = 60_000
+/** A process that has just started publishes every batch this long, while the processes holding streams answer its ASK. */
+const LISTEN_STARTUP_MS = 2_000
+/** Asks the processes holding readings streams to say so now (a process that has just started). */
+const ASK = '?'
 
 export class StreamHub {
   /** Until when some other process is known to hold readings streams (epoch ms). */
-  private othersListenUntil = Date.now() + LISTEN_HEARD_MS
+  private othersListenUntil = Date.now() + LISTEN_STARTUP_MS
   /** Until when this process tells the others it listens (its streams, and a minute after the last). */
   private listeningUntil = 0
   private listenTimer: ReturnType<typeof setInterval> | undefined
@@ -86,7 +90,12 @@ export class StreamHub {
     await this.deps.shared.subscribe(AUTH_CHANNEL, (message) => void this.recheck(message))
     if (this.deps.shared.kind === 'redis') {
       await this.deps.shared.subscribe(READINGS_CHANNEL, (message) => this.fromChannel(message))
-      await this.deps.shared.subscribe(LISTENING_CHANNEL, (origin) => { if (origin !== this.origin) this.othersListenUntil = Date.now() + LISTEN_HEARD_MS })
+      await this.deps.shared.subscribe(LISTENING_CHANNEL, (message) => {
+        if (message === ASK) { if (this.subscribers.size) void this.deps.shared.publish(LISTENING_CHANNEL, this.origin).catch(() => {}); return }
+        if (message !== this.origin) this.othersListenUntil = Date.now() + LISTEN_HEARD_MS
+      })
+      // Those holding streams answer at once; until they have (one pub/sub round trip), every batch is published.
+      await this.deps.shared.publish(LISTENING_CHANNEL, ASK).catch(() => {})
     }
   }
 

@@ -66,7 +66,7 @@ async function crossProcess(extraEnv: Record<string, string | undefined>, settle
   const a = await startServer({ ...storeEnv, ...extraEnv })
   const b = await startServer({ ...storeEnv, ...extraEnv })
   try {
-    // Past the first 15 s a process publishes its batches only once it has heard that another holds streams.
+    // Past its first 2 s a process publishes its batches only once it has heard that another holds streams.
     await Bun.sleep(settleMs)
     const device = await deviceOn(a.baseUrl)
     const onB = stream(b.baseUrl, `/api/v1/environment/readings/stream?device_id=${device.id}`)
@@ -95,7 +95,29 @@ describe.skipIf(!shared)('a reading accepted by one process reaches streams on a
   }, 120_000)
 
   test('without the ingest log, with processes that have run long enough to publish only when told someone listens', async () => {
-    await crossProcess({}, 16_000)
+    await crossProcess({}, 3_000)
+  }, 120_000)
+
+  test('a process started after the stream was opened asks who listens, and publishes to it past its first seconds', async () => {
+    const b = await startServer(storeEnv)
+    let a: Child | undefined
+    try {
+      const device = await deviceOn(b.baseUrl)
+      const onB = stream(b.baseUrl, `/api/v1/environment/readings/stream?device_id=${device.id}`)
+      await onB.opened
+      a = await startServer(storeEnv)
+      // Past the 2 s in which a new process publishes every batch before it has heard the answers.
+      await Bun.sleep(3_000)
+      const loader = load(a.baseUrl, device, Date.now() - 600_000)
+      await Bun.sleep(1_000)
+      await loader.stop()
+      await waitFor(async () => onB.received.length >= loader.acknowledged.length, 15_000).catch(() => {})
+      expect(loader.acknowledged.length).toBeGreaterThan(10)
+      expect(onB.received.map((r) => r.id).sort()).toEqual([...loader.acknowledged].sort())
+      onB.source.close()
+    } finally {
+      await Promise.all([b.stop('SIGTERM'), a?.stop('SIGTERM')])
+    }
   }, 120_000)
 
   describe.skipIf(!NATS_SERVER)('with the ingest log', () => {
