@@ -167,6 +167,8 @@ describe(`event streams (${backendLabel})`, () => {
     expect(received.map((e) => e.data.value)).toEqual([100, 101, 102, 103, 104, 105])
     expect(reconnects[0]!.lastEventId).toBe(`${base + 1}:${device.id}:t1`)
     expect(connections).toBe(2)
+    // Leaving the loop closed the stream on the server too.
+    await waitFor(async () => env.deps.streams.openStreams === 0, 10_000)
   })
 
   test('curl -N receives events as they come', async () => {
@@ -188,6 +190,7 @@ describe(`event streams (${backendLabel})`, () => {
     // Heartbeats every 200 ms in this test (STREAM_HEARTBEAT_MS).
     await readUntil(': heartbeat')
     curl.kill()
+    await waitFor(async () => env.deps.streams.openStreams === 0, 10_000)
     expect(text).toContain(`id: ${ts}:${device.id}:t1\nevent: reading\ndata: {"ts":"${new Date(ts).toISOString()}","device_id":"${device.id}","channel":"t1","metric":"temperature","environment_id":null,"value":21.5}\n\n`)
     expect(text).toContain(': heartbeat')
   })
