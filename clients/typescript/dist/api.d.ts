@@ -467,7 +467,7 @@ export interface paths {
         };
         /**
          * Poll for a pairing result
-         * @description No key needed. Poll every 5 s; the first poll after the owner claims the device carries its key.
+         * @description No key needed: the claim id is the secret. Poll every 5 s; polling sooner answers `slow_down` (RFC 8628 §3.5). The first poll after the owner claims the device mints its key and carries it; later polls carry only `device_id`. A claim whose device was deleted before its key was handed over answers `expired`. Limited to 120 polls per minute per client address, unknown claim ids included (429 with Retry-After).
          */
         get: operations["getDeviceClaim"];
         put?: never;
@@ -1329,7 +1329,7 @@ export interface components {
         };
         ClaimStarted: {
             /**
-             * @description Poll GET /sensors/claim/status with it.
+             * @description A secret, the device's alone: whoever presents it to GET /sensors/claim/status is handed the device key once the owner approves. Its 80 random bits are drawn for it alone (never derived from another id), and the service keeps only its hash. Keep it out of logs and displays; show the owner `user_code` instead.
              * @example clm_01jd8x3m5v6w7y8z9a0b1c2d3e
              */
             claim_id: string;
@@ -1358,7 +1358,7 @@ export interface components {
             status: "pending" | "slow_down" | "claimed" | "expired";
             /** @example dev_01jd8x3m5v6w7y8z9a0b1c2d3e */
             device_id?: string;
-            /** @description On the first poll after the claim only. */
+            /** @description On the first poll after the claim only: minted for that poll, stored only as a hash, never shown again. */
             device_key?: string;
         };
         Clutch: {
@@ -3607,6 +3607,7 @@ export interface operations {
     getDeviceClaim: {
         parameters: {
             query: {
+                /** @description The claim id POST /sensors/claim/start returned: a secret (see ClaimStarted.claim_id). */
                 claim_id: string;
             };
             header?: never;
@@ -3628,6 +3629,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
