@@ -386,6 +386,10 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
         personalTokenHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The personal access token in `X-API-Key` instead of `Authorization`; the same scopes apply.' },
         deviceKey: { type: 'http', scheme: 'bearer', description: 'Device key (`hrs_dev_…`): may only submit readings and read its own device.' },
         deviceKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The device key in `X-API-Key` instead of `Authorization`.' },
+        // InfluxDB's write endpoints (/write, /api/v2/write) take a device key where InfluxDB clients send a credential.
+        influxToken: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'The device key as `Authorization: Token <key>`, as InfluxDB clients send a token.' },
+        influxBasic: { type: 'http', scheme: 'basic', description: 'The device key as the password of HTTP Basic (InfluxDB 1.x clients\' username and password); the username is not read.' },
+        influxPasswordQuery: { type: 'apiKey', in: 'query', name: 'p', description: 'The device key as the `p` query parameter (InfluxDB 1.x\'s password parameter; kept out of logs).' },
         [DEVICE_KEY_QUERY_SCHEME]: { type: 'apiKey', in: 'query', name: onlyKeyParam(keyParams), description: 'The device key in the query string, for firmware that cannot set headers (kept out of logs). Prefer a header where the firmware can.' },
       }).filter(([name]) => usedSchemes.has(name))),
     },

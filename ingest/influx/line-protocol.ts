@@ -1,0 +1,272 @@
+// InfluxDB line protocol (https://docs.influxdata.com/influxdb/v2/reference/syntax/line-protocol/), parsed into
+// points: `measurement[,tag=value…] field=value[,field=value…] [timestamp]`, one per line. Knows nothing of devices
+// or readings (./write.ts maps points to readings): grammar, escapes, value types and timestamps only.
+//
+// What it follows from InfluxDB's reference (and from VictoriaMetrics' lib/protoparser/influx, which parses the same):
+// - Escapes: in the measurement, tag keys, tag values and field keys a backslash before `,`, `=`, space or another
+//   backslash stands for that character; a backslash before anything else is itself. In a string field value `\"`
+//   and `\\` are escapes. A quoted string may span lines.
+// - Field values: floats (`1`, `-1.5`, `.5`, `1e3`; no NaN or Inf), integers `12i` (int64), unsigned `12u`
+//   (uint64), booleans `t T true True TRUE f F false False FALSE`, strings `"…"`. Numbers and booleans become a
+//   number (true = 1, false = 0); integers beyond 2^53 lose precision as every reading is a float8.
+// - Timestamp: optional, an integer in the request's precision, converted to epoch milliseconds (sub-millisecond
+//   digits are dropped, not rounded: readings are kept to the millisecond).
+// - Blank lines and lines starting with `#` (after optional spaces or tabs) are skipped; CRLF endings are taken.
+// A line that breaks the grammar is reported by its number and text, and the lines around it still parse.
+
+export type Precision = 'ns' | 'us' | 'ms' | 's' | 'm' | 'h'
+
+/** A field whose value is a number or boolean (as a number); string fields are only counted. */
+export interface NumericField { key: string; value: number }
+
+export interface Point {
+  measurement: string
+  /** The measurement and tags as the line wrote them (escapes and all): the same text is the same series. */
+  seriesText: string
+  /** Tag keys and values, alternating (`[k1, v1, k2, v2]`), in the order the line gave them. */
+  tags: string[]
+  fields: NumericField[]
+  /** Epoch milliseconds, or undefined when the line has no timestamp. */
+  ts: number | undefined
+  /** The line's number in the body, 1-based (for errors found after parsing: a timestamp out of range). */
+  line: number
+  /** Where the line begins and ends in the body (its text, for errors found after parsing). */
+  start: number
+  end: number
+}
+
+export interface LineError { line: number; text: string; reason: string }
+
+export interface ParsedLines {
+  points: Point[]
+  errors: LineError[]
+  /** String fields seen (not readings, not errors). */
+  stringFields: number
+}
+
+/** The longest line text an error repeats: enough to find the line, not an echo of a hostile megabyte. */
+const ERROR_TEXT_CHARS = 120
+
+/** What one timestamp unit is in milliseconds: a divisor for the sub-millisecond units, a factor for the rest. */
+const DIVISOR_DIGITS: Partial<Record<Precision, number>> = { ns: 6, us: 3 }
+const FACTOR: Partial<Record<Precision, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+const FLOAT = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
+const INTEGER = /^-?\d+$/
+const UNSIGNED = /^\d+$/
+const INT64_MAX = 9223372036854775807n
+const INT64_MIN = -9223372036854775808n
+const UINT64_MAX = 18446744073709551615n
+const INT64_MAX_DIGITS = '9223372036854775807'
+const INT64_MIN_DIGITS = '9223372036854775808'
+const TRUE = new Set(['t', 'T', 'true', 'True', 'TRUE'])
+const FALSE = new Set(['f', 'F', 'false', 'False', 'FALSE'])
+
+class LineSyntaxError extends Error {}
+const fail = (reason: string): never => { throw new LineSyntaxError(reason) }
+
+/** Parses a whole body; never throws for bad input (each bad line is an error, the rest are points). */
+export function parseLineProtocol(text: string, precision: Precision): ParsedLines {
+  const points: Point[] = []
+  const errors: LineError[] = []
+  let stringFields = 0
+  let pos = 0
+  let line = 1
+  const length = text.length
+  while (pos < length) {
+    // Leading spaces and tabs, then a blank line or a comment.
+    while (pos < length && (text[pos] === ' ' || text[pos] === '\t')) pos++
+    const first = text[pos]
+    if (first === '\n') { pos++; line++; continue }
+    if (first === '\r' && text[pos + 1] === '\n') { pos += 2; line++; continue }
+    if (first === '#') {
+      const end = text.indexOf('\n', pos)
+      pos = end === -1 ? length : end + 1
+      line++
+      continue
+    }
+    if (pos >= length) break
+    const start = pos
+    const startLine = line
+    const scanner = new Scanner(text, start)
+    try {
+      const point = scanner.point(precision, startLine)
+      stringFields += scanner.stringFields
+      point.start = start
+      point.end = scanner.pos
+      points.push(point)
+      line += scanner.newlines + 1
+      pos = scanner.pos + 1
+    } catch (error) {
+      if (!(error instanceof LineSyntaxError)) throw error
+      // Resume after the line the error is on: a string spanning lines is not re-read as lines of its own.
+      const at = Math.max(scanner.pos, start)
+      const end = text.indexOf('\n', at)
+      const stop = end === -1 ? length : end
+      errors.push({ line: startLine, text: lineText(text, start, stop), reason: error.message })
+      line += scanner.newlines + 1
+      pos = stop + 1
+    }
+  }
+  return { points, errors, stringFields }
+}
+
+/** A line's text for an error: without its line ending, cut to ERROR_TEXT_CHARS. */
+export function lineText(text: string, start: number, end: number): string {
+  let stop = end
+  if (text[stop - 1] === '\r') stop--
+  return stop - start > ERROR_TEXT_CHARS ? `${text.slice(start, start + ERROR_TEXT_CHARS)}…` : text.slice(start, stop)
+}
+
+/** One line's scan; `pos` ends on the line's `\n` (or the body's end). */
+class Scanner {
+  stringFields = 0
+  /** Line breaks inside quoted strings of this line. */
+  newlines = 0
+  pos: number
+  constructor(readonly text: string, readonly start: number) { this.pos = start }
+
+  point(precision: Precision, line: number): Point {
+    const measurement = this.name(MEASUREMENT_ENDS)
+    if (measurement === '') fail('missing measurement')
+    const tags: string[] = []
+    while (this.text[this.pos] === ',') {
+      this.pos++
+      const key = this.name(NAME_ENDS)
+      if (key === '') fail('missing tag key')
+      if (this.text[this.pos] !== '=') fail(`missing tag value for tag key "${key}"`)
+      this.pos++
+      const value = this.name(NAME_ENDS)
+      if (value === '') fail(`missing tag value for tag key "${key}"`)
+      for (let i = 0; i < tags.length; i += 2) if (tags[i] === key) fail(`duplicate tag key "${key}"`)
+      tags.push(key, value)
+    }
+    if (this.text[this.pos] !== ' ') fail('missing fields')
+    const seriesText = this.text.slice(this.start, this.pos)
+    this.skipSpaces()
+    const fields: NumericField[] = []
+    let fieldCount = 0
+    for (;;) {
+      const key = this.name(NAME_ENDS)
+      if (key === '') fail('missing field key')
+      if (this.text[this.pos] !== '=') fail(`missing field value for field key "${key}"`)
+      this.pos++
+      fieldCount++
+      if (this.text[this.pos] === '"') { this.quoted(); this.stringFields++ } else fields.push({ key, value: this.fieldValue(key) })
+      if (this.text[this.pos] !== ',') break
+      this.pos++
+    }
+    if (fieldCount === 0) fail('missing fields')
+    let ts: number | undefined
+    const c = this.text[this.pos]
+    if (c === ' ' || c === '\t') {
+      this.skipSpaces()
+      if (!this.atLineEnd()) {
+        const start = this.pos
+        while (!this.atLineEnd() && this.text[this.pos] !== ' ' && this.text[this.pos] !== '\t') this.pos++
+        ts = timestampMs(this.text.slice(start, this.pos), precision)
+        this.skipSpaces()
+      }
+    }
+    if (this.text[this.pos] === '\r') this.pos++
+    if (!this.atLineEnd()) fail('unexpected text after the timestamp')
+    return { measurement, seriesText, tags, fields, ts, line, start: 0, end: 0 }
+  }
+
+  private atLineEnd(): boolean {
+    return this.pos >= this.text.length || this.text[this.pos] === '\n' || (this.text[this.pos] === '\r' && this.text[this.pos + 1] === '\n')
+  }
+
+  private skipSpaces() {
+    while (this.text[this.pos] === ' ' || this.text[this.pos] === '\t') this.pos++
+  }
+
+  /** A measurement, tag key, tag value or field key: up to an unescaped character of `ends` (or the line's end). */
+  private name(ends: ReadonlySet<string>): string {
+    const text = this.text
+    const start = this.pos
+    let escaped = false
+    let pos = start
+    for (;;) {
+      const c = text[pos]
+      if (c === undefined || c === '\n' || ends.has(c)) break
+      if (c === '\r' && text[pos + 1] === '\n') break
+      if (c === '\\' && ESCAPABLE.has(text[pos + 1]!)) { escaped = true; pos += 2; continue }
+      pos++
+    }
+    this.pos = pos
+    const raw = text.slice(start, pos)
+    return escaped ? raw.replace(ESCAPE, '$1') : raw
+  }
+
+  /** A string field value, from its opening quote to its closing one (which may be lines later). */
+  private quoted() {
+    const text = this.text
+    let pos = this.pos + 1
+    for (;;) {
+      const c = text[pos]
+      if (c === undefined) { this.pos = text.length; fail('unterminated string field value') }
+      if (c === '\\' && (text[pos + 1] === '"' || text[pos + 1] === '\\')) { pos += 2; continue }
+      if (c === '"') break
+      if (c === '\n') this.newlines++
+      pos++
+    }
+    this.pos = pos + 1
+  }
+
+  /** A number or boolean field value, as a number. */
+  private fieldValue(key: string): number {
+    const text = this.text
+    const start = this.pos
+    while (this.pos < text.length && !VALUE_ENDS.has(text[this.pos]!)) this.pos++
+    if (text[this.pos] === '\r' && text[this.pos + 1] !== '\n') fail(`invalid field value for field key "${key}"`)
+    const token = text.slice(start, this.pos)
+    if (token === '') fail(`missing field value for field key "${key}"`)
+    const last = token[token.length - 1]
+    if (last === 'i') {
+      const digits = token.slice(0, -1)
+      if (!INTEGER.test(digits)) fail(`invalid integer "${token}" for field key "${key}"`)
+      if (digits.length >= 19) { const big = BigInt(digits); if (big > INT64_MAX || big < INT64_MIN) fail(`integer "${token}" out of range for field key "${key}"`) }
+      return Number(digits)
+    }
+    if (last === 'u') {
+      const digits = token.slice(0, -1)
+      if (!UNSIGNED.test(digits)) fail(`invalid unsigned integer "${token}" for field key "${key}"`)
+      if (digits.length >= 20 && BigInt(digits) > UINT64_MAX) fail(`unsigned integer "${token}" out of range for field key "${key}"`)
+      return Number(digits)
+    }
+    if (TRUE.has(token)) return 1
+    if (FALSE.has(token)) return 0
+    if (!FLOAT.test(token)) fail(`invalid field value "${token.length > 40 ? `${token.slice(0, 40)}…` : token}" for field key "${key}"`)
+    const value = Number(token)
+    if (!Number.isFinite(value)) fail(`float "${token.slice(0, 40)}" out of range for field key "${key}"`)
+    return value
+  }
+}
+
+const MEASUREMENT_ENDS: ReadonlySet<string> = new Set([',', ' '])
+const NAME_ENDS: ReadonlySet<string> = new Set([',', '=', ' '])
+const VALUE_ENDS: ReadonlySet<string> = new Set([',', ' ', '\t', '\n', '\r'])
+const ESCAPABLE: ReadonlySet<string> = new Set([',', '=', ' ', '\\'])
+const ESCAPE = /\\([,= \\])/g
+
+/** A timestamp in `precision` units as epoch milliseconds (an int64 in nanoseconds reaches year 2262). */
+export function timestampMs(token: string, precision: Precision): number {
+  if (!INTEGER.test(token)) fail(`invalid timestamp "${token.slice(0, 40)}"`)
+  const negative = token[0] === '-'
+  const digits = negative ? token.slice(1) : token
+  // Compared as text: equal-length digit strings order as their numbers, and no BigInt is made per line.
+  if (digits.length > 19 || (digits.length === 19 && digits > (negative ? INT64_MIN_DIGITS : INT64_MAX_DIGITS))) fail(`timestamp "${token.slice(0, 40)}" out of range`)
+  const divisorDigits = DIVISOR_DIGITS[precision]
+  if (divisorDigits !== undefined) {
+    // Truncated toward minus infinity, by text: 19 digits of nanoseconds are beyond a double's exact integers.
+    const whole = digits.length > divisorDigits ? Number(digits.slice(0, -divisorDigits)) : 0
+    const hasRemainder = !/^0*$/.test(digits.slice(-divisorDigits))
+    return negative ? -whole - (hasRemainder ? 1 : 0) : whole
+  }
+  return Number(token) * FACTOR[precision]!
+}
+
+/** The precisions each API names: v1 takes `n ns u µ ms s m h`, v2 `ns us ms s` (InfluxDB's own sets). */
+export const V1_PRECISIONS: Readonly<Record<string, Precision>> = { n: 'ns', ns: 'ns', u: 'us', 'µ': 'us', ms: 'ms', s: 's', m: 'm', h: 'h' }
+export const V2_PRECISIONS: Readonly<Record<string, Precision>> = { ns: 'ns', us: 'us', ms: 'ms', s: 's' }
