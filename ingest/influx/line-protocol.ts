@@ -130,6 +130,7 @@ class Scanner {
     const measurement = this.name(MEASUREMENT_ENDS)
     if (measurement === '') fail('missing measurement')
     const tags: string[] = []
+    let tagKeys: Set<string> | undefined
     while (this.text[this.pos] === ',') {
       this.pos++
       const key = this.name(NAME_ENDS)
@@ -138,7 +139,12 @@ class Scanner {
       this.pos++
       const value = this.name(NAME_ENDS)
       if (value === '') fail(`missing tag value for tag key "${key}"`)
-      for (let i = 0; i < tags.length; i += 2) if (tags[i] === key) fail(`duplicate tag key "${key}"`)
+      // A scan while tags are few (every collector's case); a set past that, so 100,000 tags cost no 10^10 steps.
+      if (tagKeys) { if (tagKeys.has(key)) fail(`duplicate tag key "${key}"`); tagKeys.add(key) }
+      else {
+        for (let i = 0; i < tags.length; i += 2) if (tags[i] === key) fail(`duplicate tag key "${key}"`)
+        if (tags.length >= 32) tagKeys = new Set(tags.filter((_, i) => i % 2 === 0)).add(key)
+      }
       tags.push(key, value)
     }
     if (this.text[this.pos] !== ' ') fail('missing fields')
