@@ -302,7 +302,7 @@ describe('refusals', () => {
 describe('the OpenAPI document', () => {
   test('describes both endpoints, their credentials and their InfluxDB-shaped errors', async () => {
     const doc = await (await env.request('GET', '/api/v1/openapi.json')).json()
-    for (const [path, operationId] of [['/write', 'influxV1Write'], ['/api/v2/write', 'influxV2Write']]) {
+    for (const [path, operationId] of [['/write', 'influxV1Write'], ['/api/v2/write', 'influxV2Write']] as const) {
       const operation = doc.paths[path].post
       expect(operation.operationId).toBe(operationId)
       expect(operation.security).toEqual([{ influxToken: [] }, { influxBasic: [] }, { influxPasswordQuery: [] }, { deviceKey: [] }])
