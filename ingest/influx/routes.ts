@@ -274,8 +274,8 @@ const ABOUT = `Line protocol, one point per line: \`measurement[,tag=value…] f
 export function influxRoutes(handlers: ReturnType<typeof influxBunRoutes>) {
   const v1 = handlers[INFLUX_V1_WRITE_PATH]!.POST!
   const v2 = handlers[INFLUX_V2_WRITE_PATH]!.POST!
-  // Public to the pipeline: these paths lie outside /api/v1, and the handler checks the key itself (in the places
-  // InfluxDB clients send it, which the pipeline does not read).
+  // The pipeline checks keys on /api/v1 only: on these paths the handler checks the device key itself, in the places
+  // InfluxDB clients send it (the security listed here instead of op()'s).
   const security: Record<string, string[]>[] = [{ influxToken: [] }, { influxBasic: [] }, { influxPasswordQuery: [] }, { deviceKey: [] }]
   return new Elysia({ name: 'influx-write' })
     .post(INFLUX_V1_WRITE_PATH, ({ request }) => v1(request), {
@@ -289,7 +289,7 @@ export function influxRoutes(handlers: ReturnType<typeof influxBunRoutes>) {
         consistency: t.Optional(t.String({ description: 'Accepted and not read.' })),
       }, { additionalProperties: true }),
       response: { 204: t.Void({ description: 'Every line stored.' }), ...errorResponses(V1Error) },
-      detail: { ...op({ operationId: 'influxV1Write', summary: 'Write line protocol (InfluxDB 1.x API)', description: ABOUT, tags: ['Sensors'], auth: 'public', accepts: ['text/plain'] }), security },
+      detail: { ...op({ operationId: 'influxV1Write', summary: 'Write line protocol (InfluxDB 1.x API)', description: ABOUT, tags: ['Sensors'], auth: ['device'], accepts: ['text/plain'] }), security },
     })
     .post(INFLUX_V2_WRITE_PATH, ({ request }) => v2(request), {
       parse: 'none',
@@ -300,6 +300,6 @@ export function influxRoutes(handlers: ReturnType<typeof influxBunRoutes>) {
         precision: t.Optional(t.String({ description: `The timestamps' unit: ${Object.keys(V2_PRECISIONS).map((p) => `\`${p}\``).join(', ')} (default \`ns\`).` })),
       }, { additionalProperties: true }),
       response: { 204: t.Void({ description: 'Every line stored.' }), ...errorResponses(V2Error) },
-      detail: { ...op({ operationId: 'influxV2Write', summary: 'Write line protocol (InfluxDB 2.x API)', description: ABOUT, tags: ['Sensors'], auth: 'public', accepts: ['text/plain'] }), security },
+      detail: { ...op({ operationId: 'influxV2Write', summary: 'Write line protocol (InfluxDB 2.x API)', description: ABOUT, tags: ['Sensors'], auth: ['device'], accepts: ['text/plain'] }), security },
     })
 }
