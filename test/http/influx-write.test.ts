@@ -10,6 +10,8 @@ import { InfluxDB as InfluxV1 } from 'influx'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import type { ReadingsStore } from '../../ingest/stores/interface.ts'
 import { seriesChannel } from '../../ingest/influx/series-channel.ts'
+import { NATS_SERVER, startNats, type NatsDeployment } from '../../bench/lib/nats.ts'
+import type { IngestLogConfig } from '../../src/config.ts'
 import { createTestEnv, waitFor, type TestEnv } from '../helpers.ts'
 
 /** The SQL store, with a switch that makes every write fail as an unreachable store would. */
@@ -296,6 +298,46 @@ describe('refusals', () => {
     expect((await write('/api/v2/write?precision=ms', body, auth)).status).toBe(204)
     expect((await write('/write?precision=ms', body, auth)).status).toBe(204)
     expect(await readBack(owner, device.id)).toEqual([['m.v', t0, 1], ['m.v', t0 + 1, 2]])
+  })
+})
+
+if (!NATS_SERVER) console.log('influx-write.test: ingest-log runs skipped: no nats-server on this machine (apt-get install nats-server)')
+describe.skipIf(!NATS_SERVER)('through the durable ingest log (INGEST_LOG)', () => {
+  let nats: NatsDeployment
+  let logged: TestEnv
+  let logStore: { down: boolean }
+  beforeAll(async () => {
+    nats = await startNats(1)
+    const ingestLog: IngestLogConfig = {
+      servers: nats.servers.split(','), stream: 'HRS_TEST_INFLUX', subjectPrefix: 'test.influx', replicas: 1,
+      maxAgeSeconds: 3600, maxBytes: 64 * 1024 * 1024, writer: true, writerBatchSize: 20_000, writerFlushMs: 100, ackWaitSeconds: 5, lagBoundSeconds: 5,
+    }
+    logged = await createTestEnv({ ingestLog }, { readings: (database) => { const s = switchableStore(sqlStore(database)); logStore = s.control; return s.store } })
+  })
+  afterAll(async () => {
+    await logged?.close()
+    await nats?.close()
+  })
+
+  test('acknowledged by the log (204), visible once the writer stored it; with the store down still acknowledged, and nothing lost once it is back', async () => {
+    const owner = await logged.account({ scopes: ['sensors:write', 'environment:read'] })
+    const device = await (await logged.request('POST', '/api/v1/sensors/devices', { token: owner.token, body: { name: 'Logged' } })).json()
+    const count = async () => (await logged.deps.database.query<{ n: number | string }>('select count(*) as n from sensor_readings where device_id = $1', [device.id]))[0]!.n
+    const t0 = T0()
+    const send = (lines: string) => fetch(`${logged.baseUrl}/api/v2/write?precision=ms`, { method: 'POST', headers: { authorization: `Token ${device.key}` }, body: lines })
+    expect((await send(`m v=1 ${t0}\nm v=2 ${t0 + 1}`)).status).toBe(204)
+    await waitFor(async () => Number(await count()) === 2, 10_000)
+    logStore.down = true
+    try {
+      for (let i = 0; i < 5; i++) expect((await send(`m v=${10 + i} ${t0 + 10 + i}`)).status).toBe(204)
+      await Bun.sleep(300)
+      expect(Number(await count())).toBe(2)
+    } finally {
+      logStore.down = false
+    }
+    await waitFor(async () => Number(await count()) === 7, 20_000)
+    const res = await logged.request('GET', `/api/v1/environment/readings?device_id=${device.id}&from=${new Date(t0 - 1000).toISOString()}`, { token: owner.token })
+    expect(((await res.json()).data as Row[]).map((r) => r.value).sort((a, b) => a - b)).toEqual([1, 2, 10, 11, 12, 13, 14])
   })
 })
 
