@@ -19,12 +19,31 @@ export type Precision = 'ns' | 'us' | 'ms' | 's' | 'm' | 'h'
 /** A field whose value is a number or boolean (as a number); string fields are only counted. */
 export interface NumericField { key: string; value: number }
 
-export interface Point {
+/** A measurement and tag set; one object per distinct text while it stays in the SeriesCache given to the parser. */
+export interface Series {
   measurement: string
-  /** The measurement and tags as the line wrote them (escapes and all): the same text is the same series. */
-  seriesText: string
   /** Tag keys and values, alternating (`[k1, v1, k2, v2]`), in the order the line gave them. */
   tags: string[]
+  /** Channel keys by field key: filled by whoever maps series to channels (write.ts), kept with the series. */
+  readonly channels: Map<string, string>
+}
+
+/**
+ * Series by the text a line writes them in (escapes and all: the same text is the same series), so a series seen
+ * before costs one lookup instead of its tags' parse. Starts over past MAX_CACHED_SERIES (bounds memory).
+ */
+export class SeriesCache {
+  private readonly byText = new Map<string, Series>()
+  get(text: string): Series | undefined { return this.byText.get(text) }
+  add(text: string, series: Series) {
+    if (this.byText.size >= MAX_CACHED_SERIES) this.byText.clear()
+    this.byText.set(text, series)
+  }
+}
+const MAX_CACHED_SERIES = 100_000
+
+export interface Point {
+  series: Series
   fields: NumericField[]
   /** Epoch milliseconds, or undefined when the line has no timestamp. */
   ts: number | undefined
@@ -51,7 +70,6 @@ const ERROR_TEXT_CHARS = 120
 const DIVISOR_DIGITS: Partial<Record<Precision, number>> = { ns: 6, us: 3 }
 const FACTOR: Partial<Record<Precision, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 
-const FLOAT = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
 const INTEGER = /^-?\d+$/
 const UNSIGNED = /^\d+$/
 const INT64_MAX = 9223372036854775807n
@@ -61,25 +79,29 @@ const INT64_MAX_DIGITS = '9223372036854775807'
 const INT64_MIN_DIGITS = '9223372036854775808'
 const TRUE = new Set(['t', 'T', 'true', 'True', 'TRUE'])
 const FALSE = new Set(['f', 'F', 'false', 'False', 'FALSE'])
+// Character codes the scanner compares (charCodeAt: no one-character strings made per character).
+const NEWLINE = 10, RETURN = 13, SPACE = 32, TAB = 9, COMMA = 44, EQUALS = 61, BACKSLASH = 92, QUOTE = 34, HASH = 35
+const DIGIT_0 = 48, DIGIT_9 = 57, MINUS = 45, PLUS = 43, DOT = 46, LOWER_E = 101, UPPER_E = 69
 
 class LineSyntaxError extends Error {}
 const fail = (reason: string): never => { throw new LineSyntaxError(reason) }
 
 /** Parses a whole body; never throws for bad input (each bad line is an error, the rest are points). */
-export function parseLineProtocol(text: string, precision: Precision): ParsedLines {
+export function parseLineProtocol(text: string, precision: Precision, cache: SeriesCache = new SeriesCache()): ParsedLines {
   const points: Point[] = []
   const errors: LineError[] = []
   let stringFields = 0
   let pos = 0
   let line = 1
   const length = text.length
+  const scanner = new Scanner(text)
   while (pos < length) {
     // Leading spaces and tabs, then a blank line or a comment.
-    while (pos < length && (text[pos] === ' ' || text[pos] === '\t')) pos++
-    const first = text[pos]
-    if (first === '\n') { pos++; line++; continue }
-    if (first === '\r' && text[pos + 1] === '\n') { pos += 2; line++; continue }
-    if (first === '#') {
+    let first = text.charCodeAt(pos)
+    while (first === SPACE || first === TAB) first = text.charCodeAt(++pos)
+    if (first === NEWLINE) { pos++; line++; continue }
+    if (first === RETURN && text.charCodeAt(pos + 1) === NEWLINE) { pos += 2; line++; continue }
+    if (first === HASH) {
       const end = text.indexOf('\n', pos)
       pos = end === -1 ? length : end + 1
       line++
@@ -88,9 +110,9 @@ export function parseLineProtocol(text: string, precision: Precision): ParsedLin
     if (pos >= length) break
     const start = pos
     const startLine = line
-    const scanner = new Scanner(text, start)
+    scanner.reset(start)
     try {
-      const point = scanner.point(precision, startLine)
+      const point = scanner.point(precision, startLine, cache)
       stringFields += scanner.stringFields
       point.start = start
       point.end = scanner.pos
@@ -118,26 +140,71 @@ export function lineText(text: string, start: number, end: number): string {
   return stop - start > ERROR_TEXT_CHARS ? `${text.slice(start, start + ERROR_TEXT_CHARS)}…` : text.slice(start, stop)
 }
 
-/** One line's scan; `pos` ends on the line's `\n` (or the body's end). */
+/** One line's scan at a time; `pos` ends on the line's `\n` (or the body's end). */
 class Scanner {
   stringFields = 0
   /** Line breaks inside quoted strings of this line. */
   newlines = 0
-  pos: number
-  constructor(readonly text: string, readonly start: number) { this.pos = start }
+  pos = 0
+  constructor(readonly text: string) {}
 
-  point(precision: Precision, line: number): Point {
-    const measurement = this.name(MEASUREMENT_ENDS)
+  reset(start: number) {
+    this.pos = start
+    this.stringFields = this.newlines = 0
+  }
+
+  point(precision: Precision, line: number, cache: SeriesCache): Point {
+    const text = this.text
+    const series = this.series(cache)
+    if (text.charCodeAt(this.pos) !== SPACE) fail('missing fields')
+    this.skipSpaces()
+    const fields: NumericField[] = []
+    for (;;) {
+      const key = this.name(false)
+      if (key === '') fail('missing field key')
+      if (text.charCodeAt(this.pos) !== EQUALS) fail(`missing field value for field key "${key}"`)
+      this.pos++
+      if (text.charCodeAt(this.pos) === QUOTE) { this.quoted(); this.stringFields++ } else fields.push({ key, value: this.fieldValue(key) })
+      if (text.charCodeAt(this.pos) !== COMMA) break
+      this.pos++
+    }
+    let ts: number | undefined
+    const c = text.charCodeAt(this.pos)
+    if (c === SPACE || c === TAB) {
+      this.skipSpaces()
+      if (!this.atLineEnd()) {
+        const start = this.pos
+        let d = text.charCodeAt(this.pos)
+        while (d === d && d !== NEWLINE && d !== SPACE && d !== TAB && !(d === RETURN && text.charCodeAt(this.pos + 1) === NEWLINE)) d = text.charCodeAt(++this.pos)
+        ts = timestampMs(text.slice(start, this.pos), precision)
+        this.skipSpaces()
+      }
+    }
+    if (text.charCodeAt(this.pos) === RETURN) this.pos++
+    if (!this.atLineEnd()) fail('unexpected text after the timestamp')
+    return { series, fields, ts, line, start: 0, end: 0 }
+  }
+
+  /** The measurement and tags, from the cache when this text was seen before (the usual case for a collector). */
+  private series(cache: SeriesCache): Series {
+    const text = this.text
+    // The series ends at the first unescaped space (or the line's end, which the full parse below reports).
+    let end = this.pos
+    for (let c = text.charCodeAt(end); c === c && c !== SPACE && c !== NEWLINE; c = text.charCodeAt(++end)) if (c === BACKSLASH) end++
+    const seriesText = text.slice(this.pos, end)
+    const known = cache.get(seriesText)
+    if (known) { this.pos = end; return known }
+    const measurement = this.name(true)
     if (measurement === '') fail('missing measurement')
     const tags: string[] = []
     let tagKeys: Set<string> | undefined
-    while (this.text[this.pos] === ',') {
+    while (text.charCodeAt(this.pos) === COMMA) {
       this.pos++
-      const key = this.name(NAME_ENDS)
+      const key = this.name(false)
       if (key === '') fail('missing tag key')
-      if (this.text[this.pos] !== '=') fail(`missing tag value for tag key "${key}"`)
+      if (text.charCodeAt(this.pos) !== EQUALS) fail(`missing tag value for tag key "${key}"`)
       this.pos++
-      const value = this.name(NAME_ENDS)
+      const value = this.name(false)
       if (value === '') fail(`missing tag value for tag key "${key}"`)
       // A scan while tags are few (every collector's case); a set past that, so 100,000 tags cost no 10^10 steps.
       if (tagKeys) { if (tagKeys.has(key)) fail(`duplicate tag key "${key}"`); tagKeys.add(key) }
@@ -147,57 +214,39 @@ class Scanner {
       }
       tags.push(key, value)
     }
-    if (this.text[this.pos] !== ' ') fail('missing fields')
-    const seriesText = this.text.slice(this.start, this.pos)
-    this.skipSpaces()
-    const fields: NumericField[] = []
-    let fieldCount = 0
-    for (;;) {
-      const key = this.name(NAME_ENDS)
-      if (key === '') fail('missing field key')
-      if (this.text[this.pos] !== '=') fail(`missing field value for field key "${key}"`)
-      this.pos++
-      fieldCount++
-      if (this.text[this.pos] === '"') { this.quoted(); this.stringFields++ } else fields.push({ key, value: this.fieldValue(key) })
-      if (this.text[this.pos] !== ',') break
-      this.pos++
-    }
-    if (fieldCount === 0) fail('missing fields')
-    let ts: number | undefined
-    const c = this.text[this.pos]
-    if (c === ' ' || c === '\t') {
-      this.skipSpaces()
-      if (!this.atLineEnd()) {
-        const start = this.pos
-        while (!this.atLineEnd() && this.text[this.pos] !== ' ' && this.text[this.pos] !== '\t') this.pos++
-        ts = timestampMs(this.text.slice(start, this.pos), precision)
-        this.skipSpaces()
-      }
-    }
-    if (this.text[this.pos] === '\r') this.pos++
-    if (!this.atLineEnd()) fail('unexpected text after the timestamp')
-    return { measurement, seriesText, tags, fields, ts, line, start: 0, end: 0 }
+    // Only a series that parsed to its end (the space before the fields) is remembered.
+    if (this.pos === end) cache.add(seriesText, { measurement, tags, channels: new Map() })
+    return cache.get(seriesText) ?? { measurement, tags, channels: new Map() }
   }
 
   private atLineEnd(): boolean {
-    return this.pos >= this.text.length || this.text[this.pos] === '\n' || (this.text[this.pos] === '\r' && this.text[this.pos + 1] === '\n')
+    const c = this.text.charCodeAt(this.pos)
+    return c !== c || c === NEWLINE || (c === RETURN && this.text.charCodeAt(this.pos + 1) === NEWLINE)
   }
 
   private skipSpaces() {
-    while (this.text[this.pos] === ' ' || this.text[this.pos] === '\t') this.pos++
+    let c = this.text.charCodeAt(this.pos)
+    while (c === SPACE || c === TAB) c = this.text.charCodeAt(++this.pos)
   }
 
-  /** A measurement, tag key, tag value or field key: up to an unescaped character of `ends` (or the line's end). */
-  private name(ends: ReadonlySet<string>): string {
+  /**
+   * A measurement (`measurement`: only `,` and space end it), tag key, tag value or field key (`,`, `=` and space
+   * end them): up to an unescaped end, or the line's end.
+   */
+  private name(measurement: boolean): string {
     const text = this.text
     const start = this.pos
     let escaped = false
     let pos = start
     for (;;) {
-      const c = text[pos]
-      if (c === undefined || c === '\n' || ends.has(c)) break
-      if (c === '\r' && text[pos + 1] === '\n') break
-      if (c === '\\' && ESCAPABLE.has(text[pos + 1]!)) { escaped = true; pos += 2; continue }
+      const c = text.charCodeAt(pos)
+      // NaN (past the end) is the only value not equal to itself.
+      if (c !== c || c === COMMA || c === SPACE || c === NEWLINE || (c === EQUALS && !measurement)) break
+      if (c === RETURN && text.charCodeAt(pos + 1) === NEWLINE) break
+      if (c === BACKSLASH) {
+        const next = text.charCodeAt(pos + 1)
+        if (next === COMMA || next === EQUALS || next === SPACE || next === BACKSLASH) { escaped = true; pos += 2; continue }
+      }
       pos++
     }
     this.pos = pos
@@ -210,11 +259,11 @@ class Scanner {
     const text = this.text
     let pos = this.pos + 1
     for (;;) {
-      const c = text[pos]
-      if (c === undefined) { this.pos = text.length; fail('unterminated string field value') }
-      if (c === '\\' && (text[pos + 1] === '"' || text[pos + 1] === '\\')) { pos += 2; continue }
-      if (c === '"') break
-      if (c === '\n') this.newlines++
+      const c = text.charCodeAt(pos)
+      if (c !== c) { this.pos = text.length; fail('unterminated string field value') }
+      if (c === BACKSLASH && (text.charCodeAt(pos + 1) === QUOTE || text.charCodeAt(pos + 1) === BACKSLASH)) { pos += 2; continue }
+      if (c === QUOTE) break
+      if (c === NEWLINE) this.newlines++
       pos++
     }
     this.pos = pos + 1
@@ -224,36 +273,47 @@ class Scanner {
   private fieldValue(key: string): number {
     const text = this.text
     const start = this.pos
-    while (this.pos < text.length && !VALUE_ENDS.has(text[this.pos]!)) this.pos++
-    if (text[this.pos] === '\r' && text[this.pos + 1] !== '\n') fail(`invalid field value for field key "${key}"`)
-    const token = text.slice(start, this.pos)
+    // Whether the token holds only what a float may (digits, sign, point, exponent) and starts as one may.
+    let numeric = true
+    let pos = start
+    for (let c = text.charCodeAt(pos); c === c; c = text.charCodeAt(++pos)) {
+      if (c === COMMA || c === SPACE || c === TAB || c === NEWLINE || c === RETURN) break
+      if (!((c >= DIGIT_0 && c <= DIGIT_9) || c === DOT || c === MINUS || c === PLUS || c === LOWER_E || c === UPPER_E)) numeric = false
+    }
+    this.pos = pos
+    if (text.charCodeAt(pos) === RETURN && text.charCodeAt(pos + 1) !== NEWLINE) fail(`invalid field value for field key "${key}"`)
+    const token = text.slice(start, pos)
     if (token === '') fail(`missing field value for field key "${key}"`)
+    const first = token.charCodeAt(0)
+    // Number() takes what InfluxDB's float grammar does once the characters are checked, but for a leading `+`,
+    // a leading exponent and a lone sign or point, which it reads as NaN or which are refused here.
+    if (numeric && first !== PLUS && first !== LOWER_E && first !== UPPER_E) {
+      const value = Number(token)
+      if (value === value && token.charCodeAt(token.length - 1) !== PLUS && token.charCodeAt(token.length - 1) !== MINUS) {
+        if (!Number.isFinite(value)) fail(`float "${token.slice(0, 40)}" out of range for field key "${key}"`)
+        return value
+      }
+    }
     const last = token[token.length - 1]
     if (last === 'i') {
       const digits = token.slice(0, -1)
-      if (!INTEGER.test(digits)) fail(`invalid integer "${token}" for field key "${key}"`)
-      if (digits.length >= 19) { const big = BigInt(digits); if (big > INT64_MAX || big < INT64_MIN) fail(`integer "${token}" out of range for field key "${key}"`) }
+      if (!INTEGER.test(digits)) fail(`invalid integer "${token.slice(0, 40)}" for field key "${key}"`)
+      if (digits.length >= 19) { const big = BigInt(digits); if (big > INT64_MAX || big < INT64_MIN) fail(`integer "${token.slice(0, 40)}" out of range for field key "${key}"`) }
       return Number(digits)
     }
     if (last === 'u') {
       const digits = token.slice(0, -1)
-      if (!UNSIGNED.test(digits)) fail(`invalid unsigned integer "${token}" for field key "${key}"`)
-      if (digits.length >= 20 && BigInt(digits) > UINT64_MAX) fail(`unsigned integer "${token}" out of range for field key "${key}"`)
+      if (!UNSIGNED.test(digits)) fail(`invalid unsigned integer "${token.slice(0, 40)}" for field key "${key}"`)
+      if (digits.length >= 20 && BigInt(digits) > UINT64_MAX) fail(`unsigned integer "${token.slice(0, 40)}" out of range for field key "${key}"`)
       return Number(digits)
     }
     if (TRUE.has(token)) return 1
     if (FALSE.has(token)) return 0
-    if (!FLOAT.test(token)) fail(`invalid field value "${token.length > 40 ? `${token.slice(0, 40)}…` : token}" for field key "${key}"`)
-    const value = Number(token)
-    if (!Number.isFinite(value)) fail(`float "${token.slice(0, 40)}" out of range for field key "${key}"`)
-    return value
+    fail(`invalid field value "${token.length > 40 ? `${token.slice(0, 40)}…` : token}" for field key "${key}"`)
+    return NaN
   }
 }
 
-const MEASUREMENT_ENDS: ReadonlySet<string> = new Set([',', ' '])
-const NAME_ENDS: ReadonlySet<string> = new Set([',', '=', ' '])
-const VALUE_ENDS: ReadonlySet<string> = new Set([',', ' ', '\t', '\n', '\r'])
-const ESCAPABLE: ReadonlySet<string> = new Set([',', '=', ' ', '\\'])
 const ESCAPE = /\\([,= \\])/g
 
 /** A timestamp in `precision` units as epoch milliseconds (an int64 in nanoseconds reaches year 2262). */

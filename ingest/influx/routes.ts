@@ -25,8 +25,7 @@ import { planHasAccess } from '../../src/plans.ts'
 import { IngestUnavailable } from '../batcher.ts'
 import type { DeviceInfo } from '../devices.ts'
 import type { Ingest } from '../index.ts'
-import { parseLineProtocol, V1_PRECISIONS, V2_PRECISIONS, type LineError, type Precision } from './line-protocol.ts'
-import { SeriesChannels } from './series-channel.ts'
+import { parseLineProtocol, SeriesCache, V1_PRECISIONS, V2_PRECISIONS, type LineError, type Precision } from './line-protocol.ts'
 import { linesToReadings } from './write.ts'
 
 export type InfluxApi = 'v1' | 'v2'
@@ -59,7 +58,8 @@ const V2_CODES: Record<number, string> = {
 /** The one write handler both APIs share; `api` decides only the precisions it takes and its error bodies' shape. */
 export function influxWriter(deps: InfluxDeps, api: InfluxApi): (request: Request) => Promise<Response> {
   const countRequest = rateLimitCheck(deps.config, deps.rateLimiter)
-  const channels = new SeriesChannels()
+  // Series seen before, with their channel keys: a collector writes the same series every interval.
+  const series = new SeriesCache()
   const precisions = api === 'v1' ? V1_PRECISIONS : V2_PRECISIONS
 
   async function admit(state: RequestState, token: string | undefined): Promise<Principal> {
@@ -85,8 +85,8 @@ export function influxWriter(deps: InfluxDeps, api: InfluxApi): (request: Reques
       const principal = await admit(state, credentialsOf(request, query))
       const text = await readLines(request)
       const device = await deviceOf(deps.ingest, principal)
-      const lines = parseLineProtocol(text, precision)
-      const { parsed, errors } = linesToReadings(text, lines, device, channels, Date.now())
+      const lines = parseLineProtocol(text, precision, series)
+      const { parsed, errors } = linesToReadings(text, lines, device, Date.now())
       if (parsed.readings.length > MAX_LINE_READINGS) throw new ApiError('payload_too_large', `A body may carry at most ${MAX_LINE_READINGS} readings (numeric fields); this one has ${parsed.readings.length}. Send smaller batches.`)
       if (lines.stringFields) deps.metrics.lineProtocolStringFields.inc([], lines.stringFields)
       if (errors.length) deps.metrics.lineProtocolRejectedLines.inc([], errors.length)

@@ -28,24 +28,3 @@ export function seriesChannel(measurement: string, tags: readonly string[], fiel
   const hash = createHash('sha256').update(JSON.stringify([measurement, pairs, field])).digest('base64url').slice(0, HASH_CHARS)
   return `${readable.slice(0, PREFIX_CHARS)}..${hash}`
 }
-
-/**
- * seriesChannel, remembered by the line's own text of measurement and tags: a collector writes the same few series
- * every interval, and the hash is the costly part. Starts over past MAX_CACHED (bounds memory; a miss is only slower).
- */
-export class SeriesChannels {
-  private readonly cache = new Map<string, string>()
-  private static readonly MAX_CACHED = 100_000
-
-  /** `seriesText` is the line's measurement and tags as written (never a line break): the same text is the same series. */
-  channel(seriesText: string, measurement: string, tags: readonly string[], field: string): string {
-    const cacheKey = `${seriesText}\n${field}`
-    let channel = this.cache.get(cacheKey)
-    if (channel === undefined) {
-      if (this.cache.size >= SeriesChannels.MAX_CACHED) this.cache.clear()
-      channel = seriesChannel(measurement, tags, field)
-      this.cache.set(cacheKey, channel)
-    }
-    return channel
-  }
-}

@@ -5,7 +5,7 @@ import type { DeviceInfo } from '../devices.ts'
 import { MIN_READING_TS, type Parsed } from '../parse.ts'
 import { MAX_FUTURE_MS } from '../../src/records/rules.ts'
 import { lineText, type LineError, type ParsedLines } from './line-protocol.ts'
-import type { SeriesChannels } from './series-channel.ts'
+import { seriesChannel } from './series-channel.ts'
 
 export interface LineReadings {
   parsed: Parsed
@@ -18,7 +18,7 @@ export interface LineReadings {
  * millisecond in a body keeps the later value, as InfluxDB keeps the later point (across requests, the first stored
  * stays: readings are unique on device, channel and ts, and a retry must add nothing).
  */
-export function linesToReadings(body: string, lines: ParsedLines, device: DeviceInfo, channels: SeriesChannels, now: number): LineReadings {
+export function linesToReadings(body: string, lines: ParsedLines, device: DeviceInfo, now: number): LineReadings {
   const readings: Reading[] = []
   const unmapped = new Set<string>()
   const errors = lines.errors.slice()
@@ -32,8 +32,11 @@ export function linesToReadings(body: string, lines: ParsedLines, device: Device
       errors.push({ line: point.line, text: lineText(body, point.start, point.end), reason: ts < MIN_READING_TS ? 'timestamp before 2000-01-01 (check the precision)' : 'timestamp more than 5 minutes in the future (check the precision)' })
       continue
     }
+    const { series } = point
     for (const field of point.fields) {
-      const channel = channels.channel(point.seriesText, point.measurement, point.tags, field.key)
+      // Kept with the series (the parser's SeriesCache): a collector's next write costs a lookup, not a hash.
+      let channel = series.channels.get(field.key)
+      if (channel === undefined) series.channels.set(field.key, (channel = seriesChannel(series.measurement, series.tags, field.key)))
       const mapping = device.channels.get(channel)
       if (!mapping?.metric) unmapped.add(channel)
       const reading: Reading = { accountId: device.accountId, deviceId: device.id, channel, ts, value: field.value, metric: mapping?.metric ?? null, environmentId: mapping?.environmentId ?? null }

@@ -4,7 +4,7 @@ import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import type { DeviceInfo } from '../../ingest/devices.ts'
 import { parseLineProtocol, timestampMs, type Precision } from '../../ingest/influx/line-protocol.ts'
-import { MAX_CHANNEL_CHARS, SeriesChannels, seriesChannel } from '../../ingest/influx/series-channel.ts'
+import { MAX_CHANNEL_CHARS, seriesChannel } from '../../ingest/influx/series-channel.ts'
 import { linesToReadings } from '../../ingest/influx/write.ts'
 
 const one = (line: string, precision: Precision = 'ns') => {
@@ -24,28 +24,27 @@ describe('line protocol grammar', () => {
   test('measurement, tags, fields and timestamp', () => {
     const p = one('weather,location=us-midwest,season=summer temperature=82,humidity=71.5 1465839830100400200')
     expect(p).toMatchObject({
-      measurement: 'weather', tags: ['location', 'us-midwest', 'season', 'summer'],
+      series: { measurement: 'weather', tags: ['location', 'us-midwest', 'season', 'summer'] },
       fields: [{ key: 'temperature', value: 82 }, { key: 'humidity', value: 71.5 }], ts: 1465839830100, line: 1,
-      seriesText: 'weather,location=us-midwest,season=summer',
     })
   })
 
   test('escaped spaces, commas and equals signs in measurement, tag keys, tag values and field keys', () => {
     const p = one('my\\ weather\\,now,loc\\ ation=us\\,mid\\=west,a\\=b=c\\ d temp\\ erature=1,x\\,y\\=z=2')
-    expect(p.measurement).toBe('my weather,now')
-    expect(p.tags).toEqual(['loc ation', 'us,mid=west', 'a=b', 'c d'])
+    expect(p.series.measurement).toBe('my weather,now')
+    expect(p.series.tags).toEqual(['loc ation', 'us,mid=west', 'a=b', 'c d'])
     expect(p.fields.map((f) => f.key)).toEqual(['temp erature', 'x,y=z'])
     // An unescaped `=` in a measurement is itself; a backslash before anything else too; `\\` is one backslash.
-    expect(one('a=b c=1').measurement).toBe('a=b')
-    expect(one('a\\b c=1').measurement).toBe('a\\b')
-    expect(one('a\\\\ c=1').measurement).toBe('a\\')
+    expect(one('a=b c=1').series.measurement).toBe('a=b')
+    expect(one('a\\b c=1').series.measurement).toBe('a\\b')
+    expect(one('a\\\\ c=1').series.measurement).toBe('a\\')
   })
 
   test('quoted strings are skipped and counted, with escaped quotes, backslashes, commas, spaces and line breaks inside', () => {
     const parsed = parseLineProtocol('m s="a \\"quoted\\", spaced = string \\\\",v=1,t="two\nlines" 1000000\nn v=2', 'ns')
     expect(parsed.errors).toEqual([])
     expect(parsed.stringFields).toBe(2)
-    expect(parsed.points.map((p) => [p.measurement, p.fields, p.line])).toEqual([['m', [{ key: 'v', value: 1 }], 1], ['n', [{ key: 'v', value: 2 }], 3]])
+    expect(parsed.points.map((p) => [p.series.measurement, p.fields, p.line])).toEqual([['m', [{ key: 'v', value: 1 }], 1], ['n', [{ key: 'v', value: 2 }], 3]])
   })
 
   test('integers with i, unsigned with u, their ranges', () => {
@@ -97,13 +96,13 @@ describe('line protocol grammar', () => {
 
   test('comments and blank lines are skipped; CRLF endings and leading whitespace are taken; line numbers count them', () => {
     const parsed = parseLineProtocol('# a comment\r\n\r\n   \n\t# indented comment\na v=1\r\nb v=2 1000000000\r\n  c v=3\n\nbad\r\n', 'ns')
-    expect(parsed.points.map((p) => [p.measurement, p.line, p.ts])).toEqual([['a', 5, undefined], ['b', 6, 1000], ['c', 7, undefined]])
+    expect(parsed.points.map((p) => [p.series.measurement, p.line, p.ts])).toEqual([['a', 5, undefined], ['b', 6, 1000], ['c', 7, undefined]])
     expect(parsed.errors).toEqual([{ line: 9, text: 'bad', reason: 'missing fields' }])
   })
 
   test('grammar errors name the line, and the lines around it still parse', () => {
     const parsed = parseLineProtocol('ok v=1\nnofields\nm,t v=1\nm,t= v=1\nm v\nm v=\nm =1\n,t=1 v=1\nm v="open\nok2 v=2', 'ns')
-    expect(parsed.points.map((p) => p.measurement)).toEqual(['ok'])
+    expect(parsed.points.map((p) => p.series.measurement)).toEqual(['ok'])
     expect(parsed.errors.map((e) => [e.line, e.reason])).toEqual([
       [2, 'missing fields'], [3, 'missing tag value for tag key "t"'], [4, 'missing tag value for tag key "t"'],
       [5, 'missing field value for field key "v"'], [6, 'missing field value for field key "v"'], [7, 'missing field key'],
@@ -116,11 +115,11 @@ describe('line protocol grammar', () => {
     const long = `m v=${'1'.repeat(10 * 1024 * 1024)}`
     expect(reason(long)).toContain('out of range')
     expect(reason(`m v=${'1'.repeat(400)}`)).toContain('out of range')
-    expect(one(`${'m'.repeat(10 * 1024 * 1024)} v=1`).measurement).toHaveLength(10 * 1024 * 1024)
+    expect(one(`${'m'.repeat(10 * 1024 * 1024)} v=1`).series.measurement).toHaveLength(10 * 1024 * 1024)
     const manyTags = `m,${Array.from({ length: 100_000 }, (_, i) => `t${i}=v`).join(',')} v=1`
-    expect(one(manyTags).tags).toHaveLength(200_000)
+    expect(one(manyTags).series.tags).toHaveLength(200_000)
     const errors = parseLineProtocol(`m\0 v=1\nm v=\0`, 'ns')
-    expect(errors.points[0]!.measurement).toBe('m\0')
+    expect(errors.points[0]!.series.measurement).toBe('m\0')
     expect(errors.errors[0]!.reason).toContain('invalid field value')
     expect(parseLineProtocol('m\uD800 v=1', 'ns').points).toHaveLength(1)
     // An error repeats at most 120 characters of its line.
@@ -167,8 +166,8 @@ describe('line protocol round trip', () => {
     fc.assert(fc.property(name, fc.uniqueArray(fc.tuple(name, name), { selector: ([k]) => k, maxLength: 4 }), fc.uniqueArray(fc.tuple(name, value), { selector: ([k]) => k, minLength: 1, maxLength: 4 }), fc.integer({ min: 0, max: 2 ** 40 }), (measurement, tags, fields, ms) => {
       const line = `${escapeName(measurement, /[, ]/g)}${tags.map(([k, v]) => `,${escapeName(k, /[,= ]/g)}=${escapeName(v, /[,= ]/g)}`).join('')} ${fields.map(([k, v]) => `${escapeName(k, /[,= ]/g)}=${v.text}`).join(',')} ${ms}`
       const p = one(line, 'ms')
-      expect(p.measurement).toBe(measurement)
-      expect(p.tags).toEqual(tags.flat())
+      expect(p.series.measurement).toBe(measurement)
+      expect(p.series.tags).toEqual(tags.flat())
       expect(p.fields).toEqual(fields.map(([key, v]) => ({ key, value: v.value })))
       expect(p.ts).toBe(ms)
     }), { numRuns: 500 })
@@ -182,7 +181,7 @@ describe('points → readings', () => {
     channels: new Map([['weather.temp', { metric: 'temperature', environmentId: 'env_a' }]]),
     unmapped: new Set(), configuration: [],
   }
-  const readingsOf = (body: string, precision: Precision = 'ms') => linesToReadings(body, parseLineProtocol(body, precision), device, new SeriesChannels(), NOW)
+  const readingsOf = (body: string, precision: Precision = 'ms') => linesToReadings(body, parseLineProtocol(body, precision), device, NOW)
 
   test('each numeric field is a reading on its series\' channel, mapped through the device; no timestamp is now', () => {
     const { parsed, errors } = readingsOf(`weather temp=21.5,hum=60i,door=t,note="open" ${NOW - 1000}\nweather temp=22`)
