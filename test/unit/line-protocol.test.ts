@@ -3,7 +3,7 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import type { DeviceInfo } from '../../ingest/devices.ts'
-import { parseLineProtocol, timestampMs, type Precision } from '../../ingest/influx/line-protocol.ts'
+import { parseLineProtocol, SeriesCache, timestampMs, type Precision } from '../../ingest/influx/line-protocol.ts'
 import { MAX_CHANNEL_CHARS, seriesChannel } from '../../ingest/influx/series-channel.ts'
 import { linesToReadings } from '../../ingest/influx/write.ts'
 
@@ -124,6 +124,34 @@ describe('line protocol grammar', () => {
     expect(parseLineProtocol('m\uD800 v=1', 'ns').points).toHaveLength(1)
     // An error repeats at most 120 characters of its line.
     expect(parseLineProtocol(`${'x'.repeat(5000)}`, 'ns').errors[0]!.text).toHaveLength(121)
+  })
+})
+
+describe('the series cache', () => {
+  test('a series seen before is the same object, however its fields and timestamp change; a bad line is still refused', () => {
+    const cache = new SeriesCache()
+    const first = parseLineProtocol('cpu,host=a,region=x v=1 1000000\ncpu,host=a,region=x v=2,w=3i', 'ns', cache)
+    expect(first.points[0]!.series).toBe(first.points[1]!.series)
+    const again = parseLineProtocol('cpu,host=a,region=x v=9\ncpu,host=a,region=x v=abc\ncpu,host=a,region=x', 'ns', cache)
+    expect(again.points[0]!.series).toBe(first.points[0]!.series)
+    expect(again.errors.map((e) => [e.line, e.reason])).toEqual([[2, 'invalid field value "abc" for field key "v"'], [3, 'missing fields']])
+  })
+
+  test('a series text that broke the grammar is not remembered, and stays refused', () => {
+    const cache = new SeriesCache()
+    for (let i = 0; i < 2; i++) expect(parseLineProtocol('cpu,host= v=1\ncpu,host=a,host=b v=1', 'ns', cache).errors.map((e) => e.reason)).toEqual(['missing tag value for tag key "host"', 'duplicate tag key "host"'])
+  })
+
+  test('property: a body parses the same with a cache warmed by earlier bodies as without one', () => {
+    const name = fc.constantFrom('a', 'b', 'c\\ d', 'e\\,f', 'g=h')
+    const lineOf = fc.tuple(name, fc.array(fc.tuple(fc.constantFrom('k', 'l', 'm'), name), { maxLength: 3 }), fc.constantFrom('v=1', 'v=2i,w=t', 'v=x', 'v="s"', ''), fc.constantFrom('', ' 1000000', ' bad'))
+      .map(([m, tags, fields, ts]) => `${m}${tags.map(([k, v]) => `,${k}=${v}`).join('')} ${fields}${ts}`)
+    const cache = new SeriesCache()
+    const strip = (parsed: ReturnType<typeof parseLineProtocol>) => ({ ...parsed, points: parsed.points.map((p) => ({ ...p, series: { measurement: p.series.measurement, tags: p.series.tags } })) })
+    fc.assert(fc.property(fc.array(lineOf, { maxLength: 8 }), (lines) => {
+      const body = lines.join('\n')
+      expect(strip(parseLineProtocol(body, 'ns', cache))).toEqual(strip(parseLineProtocol(body, 'ns')))
+    }), { numRuns: 300 })
   })
 })
 
