@@ -19,7 +19,9 @@ import type { Pipeline } from '../../src/http/pipeline.ts'
 import type { RateLimiter } from '../../src/http/rate-limit.ts'
 import { queryOf } from '../../src/http/request-url.ts'
 import { requestState, type RequestState } from '../../src/http/request-state.ts'
+import type { Logger } from '../../src/log.ts'
 import type { Metrics } from '../../src/observability.ts'
+import { isDatabaseUnavailable } from '../../db/unavailable.ts'
 import type { PlatformStatusSource } from '../../src/platform.ts'
 import { planHasAccess } from '../../src/plans.ts'
 import { IngestUnavailable } from '../batcher.ts'
@@ -47,6 +49,7 @@ export interface InfluxDeps {
   platform: PlatformStatusSource
   ingest: Ingest
   metrics: Pick<Metrics, 'lineProtocolStringFields' | 'lineProtocolRejectedLines'>
+  log: Logger
 }
 
 /** InfluxDB 2's error codes (its `errors.go`), by the status we answer. */
@@ -94,9 +97,20 @@ export function influxWriter(deps: InfluxDeps, api: InfluxApi): (request: Reques
       if (errors.length) throw partialWrite(errors, parsed.readings.length > 0)
       return new Response(null, { status: 204, headers: state.headers })
     } catch (error) {
-      return errorAnswer(api, error, state, deps.config.publicUrl)
+      return errorAnswer(api, asApiError(error, state, deps.log), state, deps.config.publicUrl)
     }
   }
+}
+
+/** What the app's error handler would make of `error` (src/app.ts): ours as is, an unreachable database a 503, else a logged 500. */
+function asApiError(error: unknown, state: RequestState, log: Logger): ApiError {
+  if (error instanceof ApiError) return error
+  if (isDatabaseUnavailable(error)) {
+    log.warn('database unavailable', { request_id: state.requestId, error: String((error as Error)?.message ?? error) })
+    return new ApiError('service_unavailable', 'The records database is not reachable right now; nothing was stored. Retry shortly.', { headers: { 'retry-after': '5' } })
+  }
+  log.error('request failed', { request_id: state.requestId, error: String((error as Error)?.stack ?? error) })
+  return new ApiError('internal_error', 'Something went wrong on our side; the request id helps us find it.')
 }
 
 /**
@@ -192,8 +206,7 @@ function partialWrite(errors: readonly LineError[], stored: boolean): ApiError {
 }
 
 /** Any refusal in InfluxDB's shape for `api`, with the problem members beside (see the file's head). */
-function errorAnswer(api: InfluxApi, error: unknown, state: RequestState, publicUrl: string): Response {
-  const apiError = error instanceof ApiError ? error : new ApiError('internal_error', 'Something went wrong on our side; the request id helps us find it.')
+function errorAnswer(api: InfluxApi, apiError: ApiError, state: RequestState, publicUrl: string): Response {
   state.errorStatus = apiError.status
   const problem = problemBody(apiError.code, apiError.detail, state.requestId, publicUrl, apiError.extra.errors, apiError.extra.fields)
   const body = api === 'v1'
@@ -226,7 +239,7 @@ export function influxBunRoutes(deps: InfluxDeps, app: InfluxRouteDeps) {
           await app.pipeline.run(request)
           response = await write(request)
         } catch (error) {
-          response = errorAnswer(api, error, state, deps.config.publicUrl)
+          response = errorAnswer(api, asApiError(error, state, deps.log), state, deps.config.publicUrl)
         }
         app.record('POST', path, response.status, state)
         return response
