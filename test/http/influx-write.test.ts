@@ -251,6 +251,7 @@ describe('refusals', () => {
     await bad(await write('/api/v2/write', 'm v=1', { ...auth, 'content-encoding': 'gzip' }), 400, /not valid gzip/)
     await bad(await write('/api/v2/write', gzipSync(Buffer.alloc(2 * 1024 * 1024, 'm v=1\n')), { ...auth, 'content-encoding': 'gzip' }), 413, /gunzipped/)
     await bad(await write('/api/v2/write', `m v=${'1'.repeat(1024 * 1024)}`, auth), 413, /at most 1048576 bytes/)
+    await bad(await write('/api/v2/write', `${'m'.repeat(10 * 1024 * 1024)} v=1`, auth), 413, /at most 1048576 bytes/)
     await bad(await write('/api/v2/write', new Uint8Array([0x6d, 0x20, 0x76, 0x3d, 0x31, 0x0a, 0x6d, 0xff, 0x20, 0x76, 0x3d, 0x31]), auth), 400, /not valid UTF-8/)
     await bad(await write('/api/v2/write', `m v=1 ${'9'.repeat(25)}`, auth), 400, /out of range/)
     await bad(await write('/api/v2/write', `m,${Array.from({ length: 100_000 }, (_, i) => `t${i}=v`).join(',')} v=1 abc`, auth), 400, /invalid timestamp/)
