@@ -185,6 +185,23 @@ describe('payloads as collectors send them', () => {
   })
 })
 
+describe('the same ingest path', () => {
+  test('alert rules judge line-protocol readings as they judge JSON ones', async () => {
+    const owner = await env.account({ scopes: ['alerts:read', 'alerts:write', 'sensors:read', 'sensors:write'] })
+    const hub = await (await env.request('POST', '/api/v1/sensors/devices', { token: owner.token, body: { name: 'Hub', channels: [{ key: 'viv.temp', metric: 'temperature' }] } })).json()
+    const created = await env.request('POST', '/api/v1/environment/alert-rules', { token: owner.token, body: { name: 'Too hot', device_id: hub.id, channel: 'viv.temp', metric: 'temperature', max: 30, for_seconds: 60 } })
+    expect(created.status).toBe(201)
+    const rule = await created.json()
+    const t0 = Math.floor(Date.now() / 1000 - 600) * 1000
+    const body = [0, 30, 70].map((s, i) => `viv temp=${31 + i} ${(t0 + s * 1000) / 1000}`).join('\n')
+    expect((await write('/api/v2/write?precision=s', body, { authorization: `Token ${hub.key}` })).status).toBe(204)
+    await env.deps.alerts.flush()
+    const alerts = await (await env.request('GET', '/api/v1/environment/alerts', { token: owner.token })).json()
+    expect(alerts.data).toHaveLength(1)
+    expect(alerts.data[0]).toMatchObject({ rule_id: rule.id, kind: 'threshold', state: 'open', device_id: hub.id, channel: 'viv.temp', metric: 'temperature', triggered_at: new Date(t0 + 70_000).toISOString() })
+  })
+})
+
 describe('refusals', () => {
   test('bad lines are named (v1: error, v2: code and message, with problem members) while the good lines are stored', async () => {
     const { owner, device } = await setup()
