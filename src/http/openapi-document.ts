@@ -194,6 +194,10 @@ function onlyKeyParam(names: Set<string>): string {
 /** The Sensors tag's description: the HTTP endpoints below, and the MQTT transport beside them (ingest/mqtt.ts). */
 const SENSORS_TAG = `Sensor devices, headless pairing and the ingest endpoints for device keys.
 
+**InfluxDB line protocol** (an addition to the reference): \`POST /write\` (InfluxDB 1.x API) and \`POST /api/v2/write\` (2.x)
+at the root, where InfluxDB clients (Telegraf, Home Assistant, every InfluxDB client library) put them, take a device
+key as those clients send a credential and answer in InfluxDB's JSON shapes; each series becomes a channel of the device.
+
 **MQTT** (an addition to the reference; served where the operator sets \`MQTT_PORT\`, and \`MQTTS_PORT\` for TLS). MQTT 3.1.1
 and 5 with the device key as the password (the username is free, and 3.1.1 needs one); an unknown, revoked or expired key
 is refused at CONNECT as a bad user name or password (0x86; 3.1.1: 4), a personal key as not authorized (0x87; 3.1.1: 5),
