@@ -176,7 +176,7 @@ class Scanner {
         const start = this.pos
         let d = text.charCodeAt(this.pos)
         while (d === d && d !== NEWLINE && d !== SPACE && d !== TAB && !(d === RETURN && text.charCodeAt(this.pos + 1) === NEWLINE)) d = text.charCodeAt(++this.pos)
-        ts = timestampMs(text.slice(start, this.pos), precision)
+        ts = plainTimestampMs(text, start, this.pos, precision) ?? timestampMs(text.slice(start, this.pos), precision)
         this.skipSpaces()
       }
     }
@@ -273,6 +273,8 @@ class Scanner {
   private fieldValue(key: string): number {
     const text = this.text
     const start = this.pos
+    const plain = plainDecimal(text, start)
+    if (plain !== undefined) { this.pos = plainEnd; return plain }
     // Whether the token holds only what a float may (digits, sign, point, exponent) and starts as one may.
     let numeric = true
     let pos = start
@@ -315,6 +317,63 @@ class Scanner {
 }
 
 const ESCAPE = /\\([,= \\])/g
+
+/** Exact powers of ten (every one up to 10^22 is a double exactly). */
+const POWERS_OF_TEN = Array.from({ length: 16 }, (_, k) => 10 ** k)
+/** Where the last plainDecimal ended (one scanner runs at a time: no object per value). */
+let plainEnd = 0
+
+/**
+ * The common field value, a plain decimal of at most 15 digits (`21.5`, `-3`, `.5`, `1.`), read while scanning:
+ * digits ÷ 10^k is then the correctly rounded double, as Number() would give (both exact below 2^53, and IEEE
+ * division rounds correctly), without making the token's string. Undefined for anything else (the full path reads it).
+ */
+export function plainDecimal(text: string, start: number): number | undefined {
+  let pos = start
+  let c = text.charCodeAt(pos)
+  const negative = c === MINUS
+  if (negative) c = text.charCodeAt(++pos)
+  let mantissa = 0
+  let digits = 0
+  let fraction = -1
+  for (;;) {
+    if (c >= DIGIT_0 && c <= DIGIT_9) { mantissa = mantissa * 10 + (c - DIGIT_0); digits++; if (fraction >= 0) fraction++ }
+    else if (c === DOT && fraction < 0) fraction = 0
+    else break
+    c = text.charCodeAt(++pos)
+  }
+  if (digits === 0 || digits > 15) return undefined
+  if (!(c !== c || c === COMMA || c === SPACE || c === TAB || c === NEWLINE || (c === RETURN && text.charCodeAt(pos + 1) === NEWLINE))) return undefined
+  plainEnd = pos
+  const value = fraction > 0 ? mantissa / POWERS_OF_TEN[fraction]! : mantissa
+  return negative ? -value : value
+}
+
+/**
+ * The common timestamp, digits only (no sign) within what a double holds exactly once cut to milliseconds, read from
+ * the text without slicing; undefined for anything else (timestampMs reads it, and refuses what it must).
+ */
+export function plainTimestampMs(text: string, start: number, end: number, precision: Precision): number | undefined {
+  const length = end - start
+  const cut = DIVISOR_DIGITS[precision] ?? 0
+  // Past int64 (19 digits above its maximum, or more digits) is for timestampMs to refuse.
+  if (length === 0 || length - cut > 15 || length > 19) return undefined
+  let whole = 0
+  // While the digits so far equal int64's maximum's (19 digits only): a larger digit then means out of range.
+  let atMaximum = length === 19
+  for (let pos = start; pos < end; pos++) {
+    const c = text.charCodeAt(pos)
+    if (c < DIGIT_0 || c > DIGIT_9) return undefined
+    if (atMaximum) {
+      const limit = INT64_MAX_DIGITS.charCodeAt(pos - start)
+      if (c > limit) return undefined
+      if (c < limit) atMaximum = false
+    }
+    // Digits below the millisecond are dropped: for a non-negative number that truncates toward minus infinity, as timestampMs does.
+    if (pos < end - cut) whole = whole * 10 + (c - DIGIT_0)
+  }
+  return cut ? whole : whole * FACTOR[precision]!
+}
 
 /** A timestamp in `precision` units as epoch milliseconds (an int64 in nanoseconds reaches year 2262). */
 export function timestampMs(token: string, precision: Precision): number {

@@ -3,7 +3,7 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import type { DeviceInfo } from '../../ingest/devices.ts'
-import { parseLineProtocol, SeriesCache, timestampMs, type Precision } from '../../ingest/influx/line-protocol.ts'
+import { parseLineProtocol, plainDecimal, plainTimestampMs, SeriesCache, timestampMs, type Precision } from '../../ingest/influx/line-protocol.ts'
 import { MAX_CHANNEL_CHARS, seriesChannel } from '../../ingest/influx/series-channel.ts'
 import { linesToReadings } from '../../ingest/influx/write.ts'
 
@@ -124,6 +124,35 @@ describe('line protocol grammar', () => {
     expect(parseLineProtocol('m\uD800 v=1', 'ns').points).toHaveLength(1)
     // An error repeats at most 120 characters of its line.
     expect(parseLineProtocol(`${'x'.repeat(5000)}`, 'ns').errors[0]!.text).toHaveLength(121)
+  })
+})
+
+describe('the fast paths agree with the full ones', () => {
+  test('property: a plain decimal reads as Number() reads it; anything else is left to the full path', () => {
+    const decimal = fc.tuple(fc.boolean(), fc.stringMatching(/^[0-9]{0,9}$/), fc.option(fc.stringMatching(/^[0-9]{0,8}$/)))
+      .map(([negative, whole, fraction]) => `${negative ? '-' : ''}${whole}${fraction === null ? '' : `.${fraction}`}`)
+    fc.assert(fc.property(decimal, fc.constantFrom('', ',', ' ', '\n', 'i', 'e3'), (token, after) => {
+      const value = plainDecimal(`${token}${after}`, 0)
+      const digits = token.replace(/[^0-9]/g, '').length
+      const plain = digits > 0 && digits <= 15 && !['i', 'e3'].includes(after)
+      expect(value).toBe(plain ? Number(token) : undefined)
+    }), { numRuns: 2000 })
+    expect(plainDecimal('0.1', 0)).toBe(0.1)
+    expect(plainDecimal('123456789012345.6', 0)).toBeUndefined()
+  })
+
+  test('property: a digits-only timestamp reads as timestampMs reads it, in every precision; past int64 it is left to it', () => {
+    const precisions: Precision[] = ['ns', 'us', 'ms', 's', 'm', 'h']
+    fc.assert(fc.property(fc.bigInt({ min: 0n, max: 2n ** 64n }), fc.constantFrom(...precisions), (n, precision) => {
+      const token = String(n)
+      const fast = plainTimestampMs(token, 0, token.length, precision)
+      if (fast === undefined) return
+      expect(n <= 9223372036854775807n).toBe(true)
+      expect(fast).toBe(timestampMs(token, precision))
+    }), { numRuns: 2000 })
+    expect(plainTimestampMs('9223372036854775807', 0, 19, 'ns')).toBe(9223372036854)
+    expect(plainTimestampMs('9223372036854775808', 0, 19, 'ns')).toBeUndefined()
+    expect(plainTimestampMs('1700000000123999999', 0, 19, 'ns')).toBe(1700000000123)
   })
 })
 
