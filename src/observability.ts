@@ -14,6 +14,8 @@ export function createMetrics() {
     ingestLogPublished: registry.counter('hrs_ingest_log_published_messages_total', 'Messages this process published to the ingest log (one per account per group commit).'),
     ingestLogWriterBatches: registry.counter('hrs_ingest_log_writer_batches_total', 'Batches this process\'s writer took from the ingest log, by outcome (stored, or failed and left for redelivery).', ['outcome']),
     ingestLogLag: registry.histogram('hrs_ingest_log_lag_seconds', 'From the log\'s acknowledgement of a message to its readings being stored (visible to queries), per message written by this process.', [], LATENCY_BUCKETS),
+    lineProtocolStringFields: registry.counter('hrs_line_protocol_string_fields_total', 'String fields in InfluxDB line-protocol writes (/write, /api/v2/write): not readings, skipped (Home Assistant sends attributes as strings).'),
+    lineProtocolRejectedLines: registry.counter('hrs_line_protocol_rejected_lines_total', 'Line-protocol lines refused (grammar, or a timestamp out of range); the rest of their bodies were stored.'),
     mqttPublishes: registry.counter('hrs_mqtt_publishes_total', 'Publishes from devices over MQTT, by QoS and outcome (stored; refused: a bad payload; unavailable: not acknowledged, the device was disconnected to send again).', ['qos', 'outcome']),
     mqttRefusals: registry.counter('hrs_mqtt_refusals_total', 'What the MQTT listener refused, by reason (a bad or revoked key, a personal key, a topic or subscription not the device\'s own, rate limit, payload, store unavailable).', ['reason']),
     webhookAttempts: registry.counter('hrs_webhook_attempts_total', 'Webhook delivery attempts made by this process, by outcome.', ['outcome']),

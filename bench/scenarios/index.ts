@@ -11,6 +11,7 @@ import { ingestAlerts } from './ingest-alerts.ts'
 import { ingestBatches } from './ingest-batches.ts'
 import { ingestPostgres } from './ingest-postgres.ts'
 import { ingestLog } from './ingest-log.ts'
+import { ingestLineproto } from './ingest-lineproto.ts'
 import { ingestMqtt } from './ingest-mqtt.ts'
 import { ingestQuestdb } from './ingest-questdb.ts'
 import { latency } from './latency.ts'
@@ -38,6 +39,8 @@ export const SCENARIOS: Record<string, Scenario> = {
   'ingest-log': ingestLog,
   // Devices over MQTT (QoS 1) ÷ the same load over HTTP, on the SQL store (and QuestDB when present).
   'ingest-mqtt': ingestMqtt,
+  // The same load as InfluxDB line protocol to our /api/v2/write ÷ InfluxDB 1.6's /write, JSON beside (issue 58).
+  'ingest-lineproto': ingestLineproto,
   // A fleet over MQTT: 10,000 devices held, a publish cadence and a reconnect storm, beside a private Mosquitto.
   fleet,
   'questdb-client': questdbClient,
