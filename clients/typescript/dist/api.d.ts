@@ -3,6 +3,62 @@
  * Do not make direct changes to the file.
  */
 export interface paths {
+    "/write": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write line protocol (InfluxDB 1.x API)
+         * @description Line protocol, one point per line: `measurement[,tag=value…] field=value[,field=value…] [timestamp]` (InfluxDB's grammar: escapes, `i` and `u` integers, `t/f/true/false` booleans, quoted strings, comments, blank lines, CRLF), at most 1048576 bytes as sent and once gunzipped (`Content-Encoding: gzip` is taken) and 50000 readings; any Content-Type.
+         *
+         *     **Device key**: as `Authorization: Token <key>`, `Authorization: Bearer <key>`, HTTP Basic with the key as password (the username is not read), or the `p` query parameter. The device's account and rate limit apply as on POST /api/v1/sensors/readings.
+         *
+         *     **Series and channels**: each numeric or boolean field of a series (measurement, tag set, field) is a reading on one channel of the device. The channel is `measurement.field` when the series has no tags and both names are `A–Z a–z 0–9 _ -` within 32 characters; otherwise a readable prefix (measurement, tag values in key order, field; other characters as `_`, cut to 21) then `..` and 9 characters of the SHA-256 of the exact series, e.g. `_C.sensor.living_room..0ShN8t4BZ` for Home Assistant's `°C,domain=sensor,entity_id=living_room value=21.5`. A new series is an unmapped channel (listed in the device's `unmapped_channels`, its readings kept), mapped to a metric and environment like any channel. Booleans are 1 and 0; integers are kept as floats. String fields are not readings and not errors (Home Assistant sends attributes as strings beside `value`): they are skipped and counted in /metrics (`hrs_line_protocol_string_fields_total`).
+         *
+         *     **Timestamps**: in `precision` units (default nanoseconds), kept to the millisecond; a line without one takes the receive time. A series written twice at one millisecond in a body keeps the later value.
+         *
+         *     **Answers**: 204 once every reading is durable (as POST /api/v1/sensors/readings' 202: in the store, or in the ingest log). Bad lines do not cost the good ones: the good lines are stored, and the answer is 400 naming the bad ones (InfluxDB 1.x's partial write), which InfluxDB clients report and do not retry. Errors are InfluxDB's JSON bodies, which their clients read, with this API's problem members beside.
+         */
+        post: operations["influxV1Write"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/write": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write line protocol (InfluxDB 2.x API)
+         * @description Line protocol, one point per line: `measurement[,tag=value…] field=value[,field=value…] [timestamp]` (InfluxDB's grammar: escapes, `i` and `u` integers, `t/f/true/false` booleans, quoted strings, comments, blank lines, CRLF), at most 1048576 bytes as sent and once gunzipped (`Content-Encoding: gzip` is taken) and 50000 readings; any Content-Type.
+         *
+         *     **Device key**: as `Authorization: Token <key>`, `Authorization: Bearer <key>`, HTTP Basic with the key as password (the username is not read), or the `p` query parameter. The device's account and rate limit apply as on POST /api/v1/sensors/readings.
+         *
+         *     **Series and channels**: each numeric or boolean field of a series (measurement, tag set, field) is a reading on one channel of the device. The channel is `measurement.field` when the series has no tags and both names are `A–Z a–z 0–9 _ -` within 32 characters; otherwise a readable prefix (measurement, tag values in key order, field; other characters as `_`, cut to 21) then `..` and 9 characters of the SHA-256 of the exact series, e.g. `_C.sensor.living_room..0ShN8t4BZ` for Home Assistant's `°C,domain=sensor,entity_id=living_room value=21.5`. A new series is an unmapped channel (listed in the device's `unmapped_channels`, its readings kept), mapped to a metric and environment like any channel. Booleans are 1 and 0; integers are kept as floats. String fields are not readings and not errors (Home Assistant sends attributes as strings beside `value`): they are skipped and counted in /metrics (`hrs_line_protocol_string_fields_total`).
+         *
+         *     **Timestamps**: in `precision` units (default nanoseconds), kept to the millisecond; a line without one takes the receive time. A series written twice at one millisecond in a body keeps the later value.
+         *
+         *     **Answers**: 204 once every reading is durable (as POST /api/v1/sensors/readings' 202: in the store, or in the ingest log). Bad lines do not cost the good ones: the good lines are stored, and the answer is 400 naming the bad ones (InfluxDB 1.x's partial write), which InfluxDB clients report and do not retry. Errors are InfluxDB's JSON bodies, which their clients read, with this API's problem members beside.
+         */
+        post: operations["influxV2Write"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/errors/{code}": {
         parameters: {
             query?: never;
@@ -2326,6 +2382,283 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    influxV1Write: {
+        parameters: {
+            query?: {
+                /** @description Accepted and not read: the device key decides the account and device. */
+                db?: string;
+                /** @description Accepted and not read: retention follows the account. */
+                rp?: string;
+                /** @description The timestamps' unit: `n`, `ns`, `u`, `µ`, `ms`, `s`, `m`, `h` (default `ns`). */
+                precision?: string;
+                /** @description Username: not read. */
+                u?: string;
+                /** @description The device key, for clients that send credentials in the query (kept out of logs). */
+                p?: string;
+                /** @description Accepted and not read. */
+                consistency?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every line stored. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Lines that break the grammar, or whose timestamp lies before 2000 or more than 5 minutes ahead; a bad `precision`; a body that is not UTF-8 or not gzip. Every other line of the body was stored (InfluxDB 1.x's partial write): the answer names up to 10 refused lines with their line numbers, and `dropped=N`. A client retrying it changes nothing: readings are unique on device, channel and ts. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No device key, or a malformed, unknown, revoked or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A personal token (these endpoints take a device key), or an account whose plan has no API access. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is over 1048576 bytes as sent or once gunzipped, or carries over 50000 readings. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A Content-Encoding other than gzip or identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Over the device key's rate limit (the same count as POST /api/v1/sensors/readings); Retry-After says when to retry. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            500: components["responses"]["InternalError"];
+            /** @description The readings store (or ingest log) cannot take the readings now; nothing was stored; Retry-After says when to retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    influxV2Write: {
+        parameters: {
+            query?: {
+                /** @description Accepted and not read: the device key decides the account. */
+                org?: string;
+                /** @description Accepted and not read. */
+                orgID?: string;
+                /** @description Accepted and not read: the device key decides the device. */
+                bucket?: string;
+                /** @description The timestamps' unit: `ns`, `us`, `ms`, `s` (default `ns`). */
+                precision?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every line stored. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Lines that break the grammar, or whose timestamp lies before 2000 or more than 5 minutes ahead; a bad `precision`; a body that is not UTF-8 or not gzip. Every other line of the body was stored (InfluxDB 1.x's partial write): the answer names up to 10 refused lines with their line numbers, and `dropped=N`. A client retrying it changes nothing: readings are unique on device, channel and ts. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No device key, or a malformed, unknown, revoked or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A personal token (these endpoints take a device key), or an account whose plan has no API access. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is over 1048576 bytes as sent or once gunzipped, or carries over 50000 readings. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A Content-Encoding other than gzip or identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Over the device key's rate limit (the same count as POST /api/v1/sensors/readings); Retry-After says when to retry. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            500: components["responses"]["InternalError"];
+            /** @description The readings store (or ingest log) cannot take the readings now; nothing was stored; Retry-After says when to retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     getErrorType: {
         parameters: {
             query?: never;
