@@ -263,13 +263,36 @@ export async function rawPage(store: ReadingsStore, filter: ReadingsFilter, limi
  * One page of buckets, computed from its own stretch of the window: a page costs about as much as its rows, wherever
  * in the window it lies, instead of aggregating everything from its first bucket to the window's end. The store
  * aggregates the buckets that hold readings (`store.buckets`); fills are made here, the same for every store.
+ * `skip` passes over that many rows first (a CSV file finding its last row), without reading them where it can.
  */
-export async function bucketPage(store: ReadingsStore, filter: ReadingsFilter, spec: BucketSpec, limit: number, after: BucketPosition | undefined, signal: AbortSignal, scope: CatalogueScope): Promise<BucketRow[]> {
+export async function bucketPage(store: ReadingsStore, filter: ReadingsFilter, spec: BucketSpec, limit: number, after: BucketPosition | undefined, signal: AbortSignal, scope: CatalogueScope, skip = 0): Promise<BucketRow[]> {
   if (limit <= 0 || filter.from >= filter.to) return []
   const { interval, groupBy } = spec
   const start = after ? after[0] : bucketOf(interval, filter.from)
   const aggregation: AggregationSpec = { interval, aggregates: spec.aggregates, groupBy }
   const perBucket = rowsPerBucket(scope, groupBy)
+  if (skip > 0 && spec.fill === 'none') {
+    // A CSV file finding its last row: a stretch widened until it holds the skipped rows and the page (probed by
+    // asking for its last row), whose rows the store skips without sending them, as rawPage does.
+    let buckets = Math.ceil((skip + limit) / perBucket) + 1
+    let to = Math.min(filter.to, bucketsAfter(interval, start, buckets))
+    const stretch = () => ({ ...filter, from: Math.max(filter.from, start), to })
+    while (to < filter.to && !(await store.buckets(stretch(), aggregation, 1, after, skip + limit - 1, signal)).length) {
+      buckets *= 2
+      to = Math.min(filter.to, bucketsAfter(interval, start, buckets))
+    }
+    return store.buckets(stretch(), aggregation, limit, after, skip, signal)
+  }
+  if (skip > 0) {
+    // Filled, every group has a row in every bucket: the row before the page is counted out, not read.
+    const groups = (await newestPerGroup(store, filter, groupBy, scope, signal)).map((g) => g.key).sort(compareKeys)
+    if (!groups.length) return []
+    const before = after ? groups.filter((key) => compareKeys(key, [after[1], after[2]]) <= 0).length : 0
+    const index = before + skip - 1
+    const bucket = bucketsAfter(interval, start, Math.floor(index / groups.length))
+    if (bucket >= filter.to) return []
+    return bucketPage(store, filter, spec, limit, [bucket, ...groups[index % groups.length]!], signal, scope)
+  }
   if (spec.fill === 'none') {
     // A stretch of buckets that would give the page if every group had a reading in each, doubled until the
     // page is full or the window ends (sparse data costs a few more rounds, each bounded by its stretch).

@@ -12,11 +12,13 @@ import { Instant, nullable, oneOf } from '../src/records/fields.ts'
 import { ReadCancelled } from '../db/client.ts'
 import { READINGS_QUERY_DEFAULTS, READINGS_RETENTION_DEFAULTS, type ReadingsQueryLimits, type ReadingsRetention } from '../src/config.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
-import { bucketOf, bucketPage, bucketsAfter, checkRetention, INTERVALS, planCost, rawPage, rowsPerBucket, type CatalogueScope, type ReadingsShape } from './planner.ts'
+import type { Logger } from '../src/log.ts'
+import type { Metrics } from '../src/observability.ts'
+import { bucketPage, checkRetention, INTERVALS, planCost, rawPage, type CatalogueScope, type ReadingsShape } from './planner.ts'
 import { Lanes } from './lanes.ts'
 import { READ_AHEAD_MS, ReadAhead } from './read-ahead.ts'
 import type { SeriesCatalogue } from './series.ts'
-import { AGGREGATES, FILLS, GROUPINGS, groupKey, type Aggregate, type BucketPosition, type BucketRow, type BucketSpec, type Grouping, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
+import { AGGREGATES, compareKeys, FILLS, GROUPINGS, groupKey, type Aggregate, type BucketPosition, type BucketRow, type BucketSpec, type Grouping, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
 const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
 const JSON_LIMIT = { default: 1000, max: 10_000 }
 const CSV_LIMIT = { default: 100_000, max: 1_000_000 }
@@ -86,10 +88,13 @@ are plain decimals that read back to the same double (e.g. \`21.5\`, \`-0.25\`, 
 metric, an empty bucket's aggregate). A field holding a comma, a double quote, CR or LF is enclosed in double quotes with inner quotes
 doubled; nothing else is quoted and nothing is escaped against spreadsheet formulas (values are data, sent as stored).
 One response is one file of at most \`limit\` rows. When more rows follow, the response carries \`Link: <…>; rel="next"\` (RFC 8288; the
-same request with the \`cursor\` for the next file) and \`Next-Cursor\`; without them this file is the last. A file of buckets ends at a bucket
-boundary (the series, or metrics, in scope × whole buckets fit in \`limit\`), so it may hold fewer rows than \`limit\`, even none, while more follow. A cursor fixes the window, so
-files follow on without gaps or repeats. A stream that breaks off (the store failed mid-file) ends without the chunked terminator, so the
-client sees a transfer error rather than a short file.`
+same request with the \`cursor\` for the next file) and \`Next-Cursor\`; without them this file is the last. A file holds the rows a JSON
+page of the same \`limit\` would, from the same cursor: \`limit\` rows while more follow (of buckets, cut between the series or metrics of a
+bucket where \`limit\` falls there), so walking files or pages, at any \`limit\`, gives every row once. A cursor fixes the window, so files follow
+on without gaps or repeats. A file's first rows are read before its status line is sent: a refusal (429 \`too_many_queries\` over the
+account's heavy queries, 422 \`query_timeout\`) is a problem document, never a 200 that breaks off. A stream that breaks off later (the store
+failed mid-file, a deadline passed) ends without the chunked terminator, so the client sees a transfer error rather than a short file
+(counted in \`hrs_readings_csv_broken_total\` on \`/metrics\`).`
 
 const GROUP_BY_DESCRIPTION = `With \`interval\`: what a row aggregates. \`series\` (default): one device channel, as stored. \`metric\`: every series of
 a metric in scope, one row per metric per bucket: within an environment with \`environment_id\`, otherwise across the whole account (every
@@ -166,7 +171,8 @@ function identityText(fields: readonly IdentityField[]): (row: Row) => string {
 type Row = BucketRow & { value?: number }
 /** A row's place in its listing: (ts, device_id, channel) of a reading or a series' bucket, (ts, metric, '') of a metric's. */
 const positionKey = (row: Row, groupBy: Grouping): BucketPosition => [row.ts, ...groupKey(row, groupBy)]
-const samePosition = (a: BucketPosition, b: BucketPosition) => a[0] === b[0] && a[1] === b[1] && a[2] === b[2]
+/** The order of two positions in a listing: by time, then group key bytewise, as the stores order rows. */
+const comparePositions = (a: BucketPosition, b: BucketPosition) => a[0] - b[0] || compareKeys([a[1], a[2]], [b[1], b[2]])
 
 export interface ReadingsQueryDeps {
   readings: ReadingsStore
@@ -174,6 +180,8 @@ export interface ReadingsQueryDeps {
   series: SeriesCatalogue
   shared: SharedStore
   config: { readingsQueries: ReadingsQueryLimits; readingsRetention: ReadingsRetention }
+  metrics: Pick<Metrics, 'readingsCsvBroken'>
+  log: Logger
 }
 
 const SLOT_POLL_MS = 50
@@ -276,7 +284,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       checkRetention(shape, from, to, store.rollupLevels, deps.config.readingsRetention, Date.now())
       const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false, clientGone = request.signal) => underDeadline(deps, heavyLanes, clientGone, accountId, heavy, waitForSlot, work)
       const fetchRows = (count: number, after?: BucketPosition, skip?: number, waitForSlot = false, clientGone = request.signal): Promise<Row[]> =>
-        read<Row[]>(async (signal) => (spec ? (await bucketPage(store, filter, spec, count + (skip ?? 0), after, signal, catalogue)).slice(skip ?? 0) : rawPage(store, filter, count, after as SeriesPosition | undefined, skip ?? 0, signal, series)), waitForSlot, clientGone)
+        read<Row[]>(async (signal) => (spec ? bucketPage(store, filter, spec, count, after, signal, catalogue, skip ?? 0) : rawPage(store, filter, count, after as SeriesPosition | undefined, skip ?? 0, signal, series)), waitForSlot, clientGone)
       const encodePosition = (p: BucketPosition) => deps.cursors.encode(scope, [...window, ...p])
 
       if (query.latest) {
@@ -303,49 +311,36 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
         return jsonPage(page, set.headers)
       }
 
-      // CSV: the next file's cursor goes in the headers, sent before the body, so where this file ends is decided
-      // first. A file of buckets ends at a bucket boundary before which at most `limit` rows can lie (the series, or
-      // metrics, in scope × whole buckets), so nothing is read twice; a raw file finds its last row first (the store
-      // skips to it).
+      // CSV: a file is the run of pages of `limit` rows that starts at the cursor, cut where a JSON page of that size
+      // is cut (between series of a bucket too), so a walk of files holds the rows of a walk of pages. Its next
+      // cursor goes in the headers, sent before the body, so where the file ends is known first; and so is its first
+      // step, read (a heavy one's slot taken) before the status line: a refusal is still a problem document.
       const fileLimit = rowLimit
       // A walk's next file has its first step read as this one ends (as JSON pages are read ahead), under a key of its
       // own: one cursor continues a listing in either format, and a file's step is not a page.
       const stepKey = (fileCursor: string) => `csv\u0000${accountId}\u0000${fileLimit}\u0000${fileCursor}`
-      // A light query's file (it holds no slot or lane, and its rows are at most READINGS_HEAVY_ROWS) is read in steps
-      // of a JSON page's most, as its pages would be, and its first step is read while the file's end is found; a heavy
-      // one in steps of CSV_STEP_ROWS, one read at a time.
-      const stepLimit = heavy ? CSV_STEP_ROWS : JSON_LIMIT.max
-      let resumeAfter = after
-      let sent = 0
-      // Never more than the file can still hold: a step reading past the file's end reads rows it drops.
-      const stepRows = () => Math.min(stepLimit, fileLimit - sent)
-      const readStep = () => {
-        const rows = fetchRows(stepRows(), resumeAfter, 0, true)
-        // A step the client never asks for (it went away, or the file was refused) fails with nobody waiting for it.
-        rows.catch(() => {})
-        return rows
-      }
-      const firstStepAhead = cursor ? readAhead.take(stepKey(cursor)) : undefined
-      let nextStep: Promise<Row[]> | undefined = firstStepAhead?.then((rows) => rows ?? readStep()) ?? (heavy ? undefined : readStep())
+      // A light query's file (its rows are at most READINGS_HEAVY_ROWS) is read in steps of a JSON page's most, as its
+      // pages would be; a heavy one in steps of CSV_STEP_ROWS, one read at a time.
+      const stepLimit = deps.config.readingsQueries.csvStepRows ?? (heavy ? CSV_STEP_ROWS : JSON_LIMIT.max)
+      const firstStepRows = Math.min(stepLimit, fileLimit)
+      // One row more than the step: whether the listing goes on past it.
+      const firstStep = (cursor ? await readAhead.take(stepKey(cursor)) : undefined) ?? await fetchRows(firstStepRows + 1, after)
+      /** The file's last row, where more rows follow it: the next file's cursor. */
       let next: BucketPosition | undefined
-      /** Whether a row is this file's last (`last`) or lies past the file (`past`). */
-      let placeOf: (row: Row) => 'in' | 'last' | 'past'
-      if (spec) {
-        const first = after ? after[0] : bucketOf(spec.interval, from)
-        const fileEnd = bucketsAfter(spec.interval, first, Math.max(1, Math.floor(fileLimit / rowsPerBucket(catalogue, spec.groupBy))))
-        // More rows follow if a reading lies past the file's end (without a fill), or (with one) if any series has a
-        // reading in the window: then every bucket has rows. (Grouped by metric, that reading may be an unmapped
-        // channel's, and the next file then holds no rows: the description allows a file none.)
-        // Either way one row of the latest readings answers it (the store keeps them per series): a raw page from the
-        // file's end would have the store order every reading after it by time.
-        const more = fileEnd < to && (await read((signal) => store.latest(spec.fill === 'none' ? { ...filter, from: fileEnd } : filter, 1, undefined, signal))).length > 0
-        if (more) next = [fileEnd, '', '']
-        placeOf = (row) => (row.ts >= fileEnd ? 'past' : 'in')
-      } else {
-        const edge = await fetchRows(2, after, fileLimit - 1)
-        const last = edge.length === 2 ? positionKey(edge[0]!, 'series') : undefined
-        next = last
-        placeOf = (row) => (last && samePosition(positionKey(row, 'series'), last) ? 'last' : 'in')
+      if (firstStep.length > firstStepRows) {
+        if (fileLimit === firstStepRows) next = positionKey(firstStep[fileLimit - 1]!, groupBy)
+        else {
+          // A file of several steps: its last row and the one after it, found first (the store skips to them).
+          const edge = await fetchRows(2, after, fileLimit - 1)
+          if (edge.length === 2) next = positionKey(edge[0]!, groupBy)
+        }
+      }
+      const fileRows = firstStep.slice(0, firstStepRows)
+      /** Where a row lies against the file's end: readings stored while the file is read do not move it. */
+      const placeOf = (row: Row): 'in' | 'last' | 'past' => {
+        if (!next) return 'in'
+        const order = comparePositions(positionKey(row, groupBy), next)
+        return order < 0 ? 'in' : order === 0 ? 'last' : 'past'
       }
       const headers: Record<string, string> = {
         ...(set.headers as Record<string, string>),
@@ -377,49 +372,71 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
         }
         return `${line}\r\n`
       }
+      let sent = 0
+      let pending: Row[] | undefined = fileRows
+      let finished = false
+      /** The rows of this file in the step `rows`, and whether the file ends with them. */
+      const take = (rows: Row[], asked: number): Row[] => {
+        let taken = 0
+        while (taken < rows.length && sent + taken < fileLimit) {
+          const place = placeOf(rows[taken]!)
+          if (place === 'past') { finished = true; break }
+          taken++
+          if (place === 'last') { finished = true; break }
+        }
+        if (rows.length < asked || sent + taken >= fileLimit) finished = true
+        sent += taken
+        return taken === rows.length ? rows : rows.slice(0, taken)
+      }
+      let nextStep: Promise<Row[]> | undefined
+      const readStep = (resumeAfter: BucketPosition) => {
+        const wanted = Math.min(stepLimit, fileLimit - sent)
+        const rows = fetchRows(wanted, resumeAfter, 0, true).then((rows) => take(rows, wanted))
+        // A step the client never asks for (it went away) fails with nobody waiting for it.
+        rows.catch(() => {})
+        return rows
+      }
+      // The first step's rows: the whole of it unless the listing ended within it.
+      const firstRows = take(fileRows, firstStep.length > firstStepRows ? firstStepRows : firstStepRows + 1)
       const body = new ReadableStream<Uint8Array>({
         // Pull: steps are sent only as fast as the client takes them, and at most one more is read meanwhile.
         async pull(controller) {
           try {
             let text = headerSent ? '' : csvLine(columns)
             headerSent = true
-            const wanted = stepRows()
-            const rows = await (nextStep ?? readStep())
-            nextStep = undefined
-            let finished = rows.length < wanted || sent + rows.length >= fileLimit
-            let taken = 0
-            while (taken < rows.length) {
-              const place = placeOf(rows[taken]!)
-              if (place === 'past') { finished = true; break }
-              taken++
-              if (place === 'last') { finished = true; break }
-            }
-            sent += taken
-            if (!finished) {
+            const rows = pending ? firstRows : await nextStep!
+            pending = undefined
+            if (!finished && rows.length) {
               // The next step, read while this one is encoded and sent (it starts once the step before it has arrived).
               // Waiting for the client to ask first left the store idle while each step was encoded and travelled: a
               // year's hourly buckets as CSV (36 files of two steps) took 1,581 ms that way and 1,444 ms read ahead
               // (median of 5, interleaved on the same data).
-              resumeAfter = positionKey(rows[rows.length - 1]!, groupBy)
-              nextStep = readStep()
-            }
+              nextStep = readStep(positionKey(rows[rows.length - 1]!, groupBy))
+            } else finished = true
             // Lines joined once: appended one by one, they made a string of thousands of pieces for the encoder to walk.
-            const lines = new Array<string>(taken)
-            for (let i = 0; i < taken; i++) lines[i] = lineOf(rows[i]!)
+            const lines = new Array<string>(rows.length)
+            for (let i = 0; i < rows.length; i++) lines[i] = lineOf(rows[i]!)
             text += lines.join('')
             controller.enqueue(encoder.encode(text))
             if (finished) {
               // Once this file's last step has been read, so that a walk has one read at a time (one of the
               // account's slots). Files are read ahead from the first: a CSV listing is an export, walked to its end.
               const from = next
-              if (from && nextCursor) readAhead.start(stepKey(nextCursor), () => fetchRows(Math.min(stepLimit, fileLimit), from, 0, false, NEVER_ABORTED))
+              if (from && nextCursor) readAhead.start(stepKey(nextCursor), () => fetchRows(firstStepRows + 1, from, 0, false, NEVER_ABORTED))
               return controller.close()
             }
             if (process.memoryUsage.rss() > collectAbove) Bun.gc(true)
           } catch (error) {
-            controller.error(error)
+            // The status line and part of the file are gone: the file is ended without its chunked terminator, so a
+            // client sees a transfer error, never a short file that looks whole.
+            deps.metrics.readingsCsvBroken.inc()
+            deps.log.warn('readings_csv_broken', { account_id: accountId, rows_sent: sent, error: error instanceof Error ? error.message : String(error) })
+            // Errored without a reason: Bun writes an errored body's reason to stderr as if it were uncaught, and
+            // this one is logged above, once, as a line of our log.
+            controller.error(undefined)
           }
         },
+        cancel() { nextStep = undefined },
       }, { highWaterMark: 0 })
       // Elysia types a handler's answer as one shape; a Response is sent as it is, outside the JSON schema.
       return new Response(body, { status: 200, headers }) as unknown as Page<PresentedRow>

@@ -16,6 +16,7 @@ export function createMetrics() {
     ingestLogLag: registry.histogram('hrs_ingest_log_lag_seconds', 'From the log\'s acknowledgement of a message to its readings being stored (visible to queries), per message written by this process.', [], LATENCY_BUCKETS),
     mqttPublishes: registry.counter('hrs_mqtt_publishes_total', 'Publishes from devices over MQTT, by QoS and outcome (stored; refused: a bad payload; unavailable: not acknowledged, the device was disconnected to send again).', ['qos', 'outcome']),
     mqttRefusals: registry.counter('hrs_mqtt_refusals_total', 'What the MQTT listener refused, by reason (a bad or revoked key, a personal key, a topic or subscription not the device\'s own, rate limit, payload, store unavailable).', ['reason']),
+    readingsCsvBroken: registry.counter('hrs_readings_csv_broken_total', 'Readings CSV files that broke off after their status line (the store failed, a deadline passed): ended without the chunked terminator, so the client sees a transfer error.'),
     webhookAttempts: registry.counter('hrs_webhook_attempts_total', 'Webhook delivery attempts made by this process, by outcome.', ['outcome']),
   }
 }
