@@ -121,6 +121,40 @@ for (const { name, overrides, drop } of stores) {
     beforeAll(async () => { env = await createTestEnv({ ...overrides, readingsQueries: { ...READINGS_QUERY_DEFAULTS, csvStepRows: 4 } }) })
     afterAll(async () => { await env?.close(); await drop() })
 
+    test('equal questions give equal bytes: aggregates do not change with the page size (45 days of half-hourly readings)', async () => {
+      const owner = await env.account({ scopes: ['environment:read'] })
+      const start = Date.UTC(2025, 1, 3, 0, 17)
+      const readings: Reading[] = []
+      // Values whose float sums depend on the order they are added in.
+      for (let i = 0; i < 45 * 48; i++) {
+        for (const [n, channel] of ['t1', 't2', 'h1', 'h2'].entries()) {
+          readings.push({ accountId: owner.accountId, deviceId: `hub_${owner.accountId}`, channel, ts: start + i * 30 * MIN + n * 1000, value: 60 + ((i * 37 + n * 11) % 97) / 10 + 0.01 * n, metric: n < 2 ? 'temperature' : 'humidity', environmentId: 'env_1' })
+        }
+      }
+      await env.deps.readings.write(readings)
+      const window = `from=${iso(start)}&to=${iso(start + 45 * 24 * H)}`
+      const walk = async (query: string, limit: number) => {
+        const rows: string[] = []
+        let cursor = ''
+        for (;;) {
+          const res = await env.request('GET', `/api/v1/environment/readings?${window}&${query}&limit=${limit}${cursor}`, { token: owner.token })
+          const page = await res.json() as { data: Row[]; next_cursor: string | null }
+          rows.push(...page.data.map((r) => JSON.stringify(r)))
+          if (!page.next_cursor) return rows
+          cursor = `&cursor=${page.next_cursor}`
+        }
+      }
+      if (env.deps.readings.kind === 'questdb') await waitFor(async () => (await walk('interval=1mo&agg=count', 10000)).join().includes(`"count":`), 30_000, 100)
+      for (const query of ['interval=6h&agg=avg', 'interval=1d&agg=avg,count', 'interval=1w&agg=avg', 'interval=1mo&agg=avg', 'interval=6h&agg=avg&group_by=metric', 'interval=1d&agg=avg&group_by=metric&fill=null']) {
+        const whole = await walk(query, 10_000)
+        for (const limit of [100, 7]) {
+          const paged = await walk(query, limit)
+          const differing = paged.filter((row, i) => row !== whole[i])
+          expect({ query, limit, rows: paged.length, differing: differing.slice(0, 2) }).toEqual({ query, limit, rows: whole.length, differing: [] })
+        }
+      }
+    }, 60_000)
+
     test('random data, interval, fill, group_by, agg, window and limit; JSON and CSV', async () => {
       let runs = 0
       await fc.assert(fc.asyncProperty(readingsArbitrary, questionArbitrary, async (data, shape) => {
