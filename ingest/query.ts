@@ -14,7 +14,7 @@ import { READINGS_QUERY_DEFAULTS, READINGS_RETENTION_DEFAULTS, type ReadingsQuer
 import type { SharedStore } from '../src/kv/interface.ts'
 import type { Logger } from '../src/log.ts'
 import type { Metrics } from '../src/observability.ts'
-import { bucketPage, checkRetention, INTERVALS, planCost, rawPage, type CatalogueScope, type ReadingsShape } from './planner.ts'
+import { bucketPage, INTERVALS, planQuery, rawPage, type CatalogueScope, type ReadingsShape } from './planner.ts'
 import { Lanes } from './lanes.ts'
 import { READ_AHEAD_MS, ReadAhead } from './read-ahead.ts'
 import type { SeriesCatalogue } from './series.ts'
@@ -59,7 +59,8 @@ const COST_DESCRIPTION = `**What a query may cost** is known before it runs. A q
 (device and channel, under each metric and environment they were stored with; grouped by metric as well, since those are what it
 aggregates) times the buckets of the window (weeks and months counted as the calendar has them); at most
 ${LIMITS.maxBuckets.toLocaleString('en-US')} rows (operator setting \`READINGS_MAX_BUCKETS\`), whatever the page size. Over it the answer is 422
-\`query_too_expensive\` at once, with \`max_rows\`, \`rows\`, \`series\`, \`buckets\`, \`suggested_interval\` (the finest interval that fits) and
+\`query_too_expensive\` at once, with \`max_rows\`, \`rows\`, \`series\`, \`buckets\`, \`suggested_interval\` (the finest coarser interval that is answered,
+with \`suggested_from\` when the window must start on its grid for the rollups to answer it) and
 \`max_window_seconds\` (the longest window that fits at this interval). Each store query then runs for at most
 ${LIMITS.timeoutMs / 1000} s (\`READINGS_QUERY_TIMEOUT_MS\`) and is cancelled in the store past it, or when the client goes away: 422
 \`query_timeout\`, saying what to narrow. Queries over ${LIMITS.heavyRows.toLocaleString('en-US')} rows (\`READINGS_HEAVY_ROWS\`; raw pages and CSV
@@ -78,7 +79,9 @@ ${RETENTION.dayDays ? `${RETENTION.dayDays} days` : 'forever'} (operator setting
 \`READINGS_HOUR_ROLLUP_RETENTION_DAYS\`, \`READINGS_DAY_ROLLUP_RETENTION_DAYS\`; 0 keeps forever; deployment-wide, not per account, since
 expiry drops whole partitions), each counted in whole UTC days back from today. A window that reaches before them is answered from the
 rollups where they answer it exactly (an \`interval\` that is a whole number of a kept level's buckets, from a \`from\` on its grid); otherwise
-422 \`beyond_retention\` at once, naming the retention and an interval and \`from\` that fit (never a page that looks like no data). The
+422 \`beyond_retention\` at once, naming the retention and an interval and \`from\` that fit (never a page that looks like no data).
+Every \`suggested_*\` of a refusal is checked by the same planner before it is offered, against both the cost bound and retention:
+the same query with them is answered; where no interval is, none is suggested. The
 latest readings (\`latest=true\`) are whatever the store still holds. On QuestDB rollups are materialized views (8.3.1 on), on 7.4 tables the service keeps.`
 
 const CSV_DESCRIPTION = `RFC 4180 CSV (\`text/csv; charset=utf-8; header=present\`), streamed: a header line, then one line per row, each ended by CRLF.
@@ -280,8 +283,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       // A query grouped by metric costs what the series it aggregates cost, though it answers a row per metric.
       const series = await deps.series.count(filter)
       const catalogue: CatalogueScope = { series, metrics: spec?.groupBy === 'metric' ? await deps.series.metrics(filter) : [] }
-      const { heavy } = planCost(shape, series, from, to, deps.config.readingsQueries)
-      checkRetention(shape, from, to, store.rollupLevels, deps.config.readingsRetention, Date.now())
+      const { heavy } = planQuery(shape, series, from, to, { limits: deps.config.readingsQueries, levels: store.rollupLevels, retention: deps.config.readingsRetention, now: Date.now() })
       const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false, clientGone = request.signal) => underDeadline(deps, heavyLanes, clientGone, accountId, heavy, waitForSlot, work)
       const fetchRows = (count: number, after?: BucketPosition, skip?: number, waitForSlot = false, clientGone = request.signal): Promise<Row[]> =>
         read<Row[]>(async (signal) => (spec ? bucketPage(store, filter, spec, count, after, signal, catalogue, skip ?? 0) : rawPage(store, filter, count, after as SeriesPosition | undefined, skip ?? 0, signal, series)), waitForSlot, clientGone)

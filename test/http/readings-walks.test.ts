@@ -244,3 +244,56 @@ for (const { name, overrides, drop } of stores) {
     }, 120_000)
   })
 }
+
+for (const { name, overrides, drop } of stores) {
+  describe(`every suggestion of a refusal is answered (${name})`, () => {
+    let env: TestEnv
+    // A small bound and short retentions, so random windows meet both refusals.
+    const DAYS = 86_400_000
+    beforeAll(async () => {
+      env = await createTestEnv({
+        ...overrides,
+        readingsQueries: { ...READINGS_QUERY_DEFAULTS, maxBuckets: 3_000 },
+        readingsRetention: { rawDays: 3, minuteDays: 10, hourDays: 90, dayDays: 0 },
+      })
+    })
+    afterAll(async () => { await env?.close(); await drop() })
+
+    test('random windows, intervals, fills and series: following suggested_interval (and suggested_from) answers 200', async () => {
+      const refusals: Record<string, number> = {}
+      await fc.assert(fc.asyncProperty(
+        fc.integer({ min: 1, max: 5 }),
+        fc.option(fc.constantFrom(...(Object.keys(WINDOWS) as IntervalName[])), { freq: 6, nil: undefined }),
+        fc.constantFrom<Fill>('none', 'null', 'previous'),
+        fc.integer({ min: 0, max: 800 * DAYS }), fc.integer({ min: 0, max: 20 * DAYS }),
+        async (channels, interval, fill, back, short) => {
+          const owner = await env.account({ scopes: ['environment:read'] })
+          const now = Date.now()
+          await env.deps.readings.write(Array.from({ length: channels }, (_, i) => ({ accountId: owner.accountId, deviceId: `dev_${owner.accountId}`, channel: `c${i}`, ts: now - 60_000, value: i, metric: 'temperature', environmentId: null })))
+          const to = now - Math.min(short, back)
+          const from = now - back - 1
+          const ask = (params: Record<string, string | undefined>) => {
+            const query = new URLSearchParams(Object.entries({ to: iso(to), limit: '5', ...params }).filter((e): e is [string, string] => e[1] !== undefined))
+            return env.request('GET', `/api/v1/environment/readings?${query}`, { token: owner.token })
+          }
+          const asked = { from: iso(from), interval, fill: interval ? fill : undefined }
+          const res = await ask(asked)
+          if (res.status === 200) { await res.arrayBuffer(); return }
+          const body = await res.json()
+          expect({ asked, status: res.status, code: body.code }).toEqual({ asked, status: 422, code: expect.stringMatching(/^(query_too_expensive|beyond_retention)$/) })
+          refusals[body.code] = (refusals[body.code] ?? 0) + 1
+          if (!body.suggested_interval) return
+          refusals[`${body.code} followed`] = (refusals[`${body.code} followed`] ?? 0) + 1
+          const followed = { ...asked, interval: body.suggested_interval, fill, from: body.suggested_from ?? asked.from }
+          const again = await ask(followed)
+          const text = await again.text()
+          expect({ asked, followed, status: again.status, text: again.status === 200 ? '' : text }).toEqual({ asked, followed, status: 200, text: '' })
+        },
+      ), { numRuns: 120 })
+      console.log(`suggestions followed: ${JSON.stringify(refusals)}`)
+      // The property met both refusals and followed suggestions of each.
+      expect(refusals['query_too_expensive followed']).toBeGreaterThan(0)
+      expect(refusals['beyond_retention followed']).toBeGreaterThan(0)
+    }, 60_000)
+  })
+}
