@@ -91,6 +91,9 @@ for (const { name, overrides, drop } of stores) {
       }
       // group_by=series is today's rows, as without it.
       expect(await json(`${WINDOW}&interval=1h&agg=count&group_by=series`)).toEqual(await json(`${WINDOW}&interval=1h&agg=count`))
+      // An aggregate the service does not compute: the refusal names the ones it does.
+      const first = await problem(await get(`${WINDOW}&interval=1h&agg=first`), 400, 'invalid_parameter')
+      expect(first.errors).toEqual([{ path: '/query/agg', message: 'must be a comma-separated list of: avg, min, max, last, count' }])
     })
 
     test('an environment\'s metrics: avg over all readings (Σsum ÷ Σcount), min, max and count add up, last is the latest (ties: the greatest)', async () => {
