@@ -90,7 +90,8 @@ followed by the requested aggregates in the order of \`agg\` (\`ts\` is the buck
 are plain decimals that read back to the same double (e.g. \`21.5\`, \`-0.25\`, \`1e-7\`); an empty field is null (an unmapped channel's
 metric, an empty bucket's aggregate). A field holding a comma, a double quote, CR or LF is enclosed in double quotes with inner quotes
 doubled; nothing else is quoted and nothing is escaped against spreadsheet formulas (values are data, sent as stored).
-One response is one file of at most \`limit\` rows. When more rows follow, the response carries \`Link: <…>; rel="next"\` (RFC 8288; the
+One response is one file of at most \`limit\` rows (a reading stored while a file is being sent, before the file's last row, may make it longer:
+it never falls between two files). When more rows follow, the response carries \`Link: <…>; rel="next"\` (RFC 8288; the
 same request with the \`cursor\` for the next file) and \`Next-Cursor\`; without them this file is the last. A file holds the rows a JSON
 page of the same \`limit\` would, from the same cursor: \`limit\` rows while more follow (of buckets, cut between the series or metrics of a
 bucket where \`limit\` falls there), so walking files or pages, at any \`limit\`, gives every row once. A cursor fixes the window, so files follow
@@ -379,22 +380,27 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       let sent = 0
       let pending: Row[] | undefined = fileRows
       let finished = false
-      /** The rows of this file in the step `rows`, and whether the file ends with them. */
+      /**
+       * The rows of this file in the step `rows`, and whether the file ends with them: at its last row (the next
+       * file's cursor), or where the listing ends. Not at a count: a reading stored while the file is read, before
+       * its last row, makes the file a row longer rather than fall between it and the next.
+       */
       const take = (rows: Row[], asked: number): Row[] => {
         let taken = 0
-        while (taken < rows.length && sent + taken < fileLimit) {
+        while (taken < rows.length) {
           const place = placeOf(rows[taken]!)
           if (place === 'past') { finished = true; break }
           taken++
           if (place === 'last') { finished = true; break }
         }
-        if (rows.length < asked || sent + taken >= fileLimit) finished = true
+        if (rows.length < asked) finished = true
         sent += taken
         return taken === rows.length ? rows : rows.slice(0, taken)
       }
       let nextStep: Promise<Row[]> | undefined
       const readStep = (resumeAfter: BucketPosition) => {
-        const wanted = Math.min(stepLimit, fileLimit - sent)
+        // Never more than the file can still hold, as far as it was known when its end was found.
+        const wanted = sent < fileLimit ? Math.min(stepLimit, fileLimit - sent) : stepLimit
         const rows = fetchRows(wanted, resumeAfter, 0, true).then((rows) => take(rows, wanted))
         // A step the client never asks for (it went away) fails with nobody waiting for it.
         rows.catch(() => {})
@@ -421,7 +427,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
             const lines = new Array<string>(rows.length)
             for (let i = 0; i < rows.length; i++) lines[i] = lineOf(rows[i]!)
             text += lines.join('')
-            controller.enqueue(encoder.encode(text))
+            if (text) controller.enqueue(encoder.encode(text))
             if (finished) {
               // Once this file's last step has been read, so that a walk has one read at a time (one of the
               // account's slots). Files are read ahead from the first: a CSV listing is an export, walked to its end.

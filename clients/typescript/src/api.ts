@@ -540,7 +540,8 @@ export interface paths {
          *     are plain decimals that read back to the same double (e.g. `21.5`, `-0.25`, `1e-7`); an empty field is null (an unmapped channel's
          *     metric, an empty bucket's aggregate). A field holding a comma, a double quote, CR or LF is enclosed in double quotes with inner quotes
          *     doubled; nothing else is quoted and nothing is escaped against spreadsheet formulas (values are data, sent as stored).
-         *     One response is one file of at most `limit` rows. When more rows follow, the response carries `Link: <…>; rel="next"` (RFC 8288; the
+         *     One response is one file of at most `limit` rows (a reading stored while a file is being sent, before the file's last row, may make it longer:
+         *     it never falls between two files). When more rows follow, the response carries `Link: <…>; rel="next"` (RFC 8288; the
          *     same request with the `cursor` for the next file) and `Next-Cursor`; without them this file is the last. A file holds the rows a JSON
          *     page of the same `limit` would, from the same cursor: `limit` rows while more follow (of buckets, cut between the series or metrics of a
          *     bucket where `limit` falls there), so walking files or pages, at any `limit`, gives every row once. A cursor fixes the window, so files follow
