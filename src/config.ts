@@ -93,6 +93,11 @@ export interface ReadingsQueryLimits {
   readonly perAccount: number
   /** Each store query is cancelled in the store after this long, and answered 422 query_timeout. */
   readonly timeoutMs: number
+  /**
+   * Rows read per step of a CSV file; unset (no environment variable), 5,000 for a heavy query's file and a JSON
+   * page's most (10,000) for a light one's (ingest/query.ts). Tests set it small to walk files of several steps.
+   */
+  readonly csvStepRows?: number
   /** Connections of the readings queries' own pool (Postgres and QuestDB), apart from ingest's and the records'. */
   readonly connections: number
   /**
