@@ -593,17 +593,22 @@ export interface paths {
          *     are plain decimals that read back to the same double (e.g. `21.5`, `-0.25`, `1e-7`); an empty field is null (an unmapped channel's
          *     metric, an empty bucket's aggregate). A field holding a comma, a double quote, CR or LF is enclosed in double quotes with inner quotes
          *     doubled; nothing else is quoted and nothing is escaped against spreadsheet formulas (values are data, sent as stored).
-         *     One response is one file of at most `limit` rows. When more rows follow, the response carries `Link: <…>; rel="next"` (RFC 8288; the
-         *     same request with the `cursor` for the next file) and `Next-Cursor`; without them this file is the last. A file of buckets ends at a bucket
-         *     boundary (the series, or metrics, in scope × whole buckets fit in `limit`), so it may hold fewer rows than `limit`, even none, while more follow. A cursor fixes the window, so
-         *     files follow on without gaps or repeats. A stream that breaks off (the store failed mid-file) ends without the chunked terminator, so the
-         *     client sees a transfer error rather than a short file. Errors are problem+json whatever the format.
+         *     One response is one file of at most `limit` rows (a reading stored while a file is being sent, before the file's last row, may make it longer:
+         *     it never falls between two files). When more rows follow, the response carries `Link: <…>; rel="next"` (RFC 8288; the
+         *     same request with the `cursor` for the next file) and `Next-Cursor`; without them this file is the last. A file holds the rows a JSON
+         *     page of the same `limit` would, from the same cursor: `limit` rows while more follow (of buckets, cut between the series or metrics of a
+         *     bucket where `limit` falls there), so walking files or pages, at any `limit`, gives every row once. A cursor fixes the window, so files follow
+         *     on without gaps or repeats. A file's first rows are read before its status line is sent: a refusal (429 `too_many_queries` over the
+         *     account's heavy queries, 422 `query_timeout`) is a problem document, never a 200 that breaks off. A stream that breaks off later (the store
+         *     failed mid-file, a deadline passed) ends without the chunked terminator, so the client sees a transfer error rather than a short file
+         *     (counted in `hrs_readings_csv_broken_total` on `/metrics`). Errors are problem+json whatever the format.
          *
          *     **What a query may cost** is known before it runs. A query with `interval` covers the series the filter matches
          *     (device and channel, under each metric and environment they were stored with; grouped by metric as well, since those are what it
          *     aggregates) times the buckets of the window (weeks and months counted as the calendar has them); at most
          *     1,000,000 rows (operator setting `READINGS_MAX_BUCKETS`), whatever the page size. Over it the answer is 422
-         *     `query_too_expensive` at once, with `max_rows`, `rows`, `series`, `buckets`, `suggested_interval` (the finest interval that fits) and
+         *     `query_too_expensive` at once, with `max_rows`, `rows`, `series`, `buckets`, `suggested_interval` (the finest coarser interval that is answered,
+         *     with `suggested_from` when the window must start on its grid for the rollups to answer it) and
          *     `max_window_seconds` (the longest window that fits at this interval). Each store query then runs for at most
          *     5 s (`READINGS_QUERY_TIMEOUT_MS`) and is cancelled in the store past it, or when the client goes away: 422
          *     `query_timeout`, saying what to narrow. Queries over 20,000 rows (`READINGS_HEAVY_ROWS`; raw pages and CSV
@@ -622,7 +627,9 @@ export interface paths {
          *     `READINGS_HOUR_ROLLUP_RETENTION_DAYS`, `READINGS_DAY_ROLLUP_RETENTION_DAYS`; 0 keeps forever; deployment-wide, not per account, since
          *     expiry drops whole partitions), each counted in whole UTC days back from today. A window that reaches before them is answered from the
          *     rollups where they answer it exactly (an `interval` that is a whole number of a kept level's buckets, from a `from` on its grid); otherwise
-         *     422 `beyond_retention` at once, naming the retention and an interval and `from` that fit (never a page that looks like no data). The
+         *     422 `beyond_retention` at once, naming the retention and an interval and `from` that fit (never a page that looks like no data).
+         *     Every `suggested_*` of a refusal is checked by the same planner before it is offered, against both the cost bound and retention:
+         *     the same query with them is answered; where no interval is, none is suggested. The
          *     latest readings (`latest=true`) are whatever the store still holds. On QuestDB rollups are materialized views (8.3.1 on), on 7.4 tables the service keeps.
          */
         get: operations["queryReadings"];
@@ -4115,7 +4122,7 @@ export interface operations {
                  *     was stored. `fill` gives every bucket to every metric with a reading in the window. Rows are ordered by bucket, then metric.
                  */
                 group_by?: "series" | "metric";
-                /** @description With `interval`: comma-separated aggregates (default avg). */
+                /** @description With `interval`: comma-separated aggregates (default avg). `avg` is the sum of a bucket's readings ÷ their count, its partial sums (per series, per rollup bucket or run of readings) added in one fixed order (series, then time) on the SQL store, so the same question gives the same digits whatever the page size or format. */
                 agg?: string;
                 /** @description With `interval`: `none` (default) lists only buckets holding readings; `null` and `previous` list every bucket of the window for every series with a reading in the window, so gaps show. An empty bucket has `count` 0 and its other aggregates absent (`null`) or carried from the series' latest earlier bucket in the window (`previous`; absent before its first reading); its `metric` and `environment_id` are those of that earlier bucket. */
                 fill?: "none" | "null" | "previous";
