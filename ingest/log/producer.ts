@@ -3,9 +3,9 @@
 // time fails the batch (503, the devices retry); one it did store is written by a writer all the same, and the
 // retry adds nothing (readings are unique on device, channel and ts).
 //
-// With several lanes (index.ts), each message goes to the next lane in turn, and to another lane when its lane has
-// been failing or does not acknowledge within INGEST_LOG_LANE_TIMEOUT_MS: a lane whose leader died or is cut off
-// costs a batch that wait, not the seconds of an election. A message whose first append only timed out may be in
+// With several lanes (index.ts), each message goes to the next lane in turn (skipping lanes that have been failing),
+// and to the other lanes when it does not acknowledge within INGEST_LOG_LANE_TIMEOUT_MS: a lane whose leader died
+// or is cut off costs a batch that wait, not the seconds of an election. A message whose first append only timed out may be in
 // the log twice (the slow lane stored it after all); the readings stores keep one row per (device, channel, ts), so
 // it is stored once, as a device's retry is.
 import type { Reading, ReadingsSink } from '../stores/interface.ts'
@@ -42,27 +42,33 @@ export function logSink(log: IngestLogConnection, onPublished?: (messages: numbe
     const rotated = lanes.map((_, i) => lanes[(start + i) % lanes.length]!)
     return [...rotated.filter((l) => l.up), ...rotated.filter((l) => !l.up)]
   }
+  const appendTo = async (lane: IngestLogLane, message: LogMessage, timeout: number): Promise<void> => {
+    try {
+      await lane.js.publish(`${lane.subjectPrefix}.${message.accountId}`, message.data, { timeout: Math.max(1, Math.round(timeout)) })
+    } catch (error) {
+      lane.failed(error)
+      throw error
+    }
+    events.appended?.(lane)
+  }
+  // Two steps: the lane in turn, for INGEST_LOG_LANE_TIMEOUT_MS; then every other lane at once for the rest of the
+  // budget, the first acknowledgement answering the batch. At once rather than one after another: a stopped node
+  // holds up two lanes of three (the one it leads, and the one whose connection goes through it), and in turn a
+  // batch could wait for both; the price is a message in two lanes now and then, stored once all the same.
   const append = async (message: LogMessage): Promise<void> => {
     const deadline = performance.now() + PUBLISH_TIMEOUT_MS
-    const tries = order()
-    let lastError: unknown = new Error('ingest log: no lane took the message in time')
-    for (let i = 0; i < tries.length; i++) {
-      const lane = tries[i]!
-      const remaining = deadline - performance.now()
-      if (remaining <= 0) break
-      // The last lane has whatever time is left: with every lane slow, the batch still gets the whole budget.
-      const timeout = Math.round(i === tries.length - 1 ? remaining : Math.min(laneTimeoutMs, remaining))
-      try {
-        await lane.js.publish(`${lane.subjectPrefix}.${message.accountId}`, message.data, { timeout })
-        events.appended?.(lane)
-        return
-      } catch (error) {
-        lastError = error
-        lane.failed(error)
-        if (i < tries.length - 1) events.failedOver?.(lane)
-      }
+    const [first, ...others] = order()
+    try {
+      return await appendTo(first!, message, others.length ? laneTimeoutMs : PUBLISH_TIMEOUT_MS)
+    } catch (error) {
+      if (!others.length) throw error
+      events.failedOver?.(first!)
     }
-    throw lastError
+    try {
+      await Promise.any(others.map((lane) => appendTo(lane, message, deadline - performance.now())))
+    } catch (error) {
+      throw (error as AggregateError).errors?.[0] ?? error
+    }
   }
   return {
     async write(readings: readonly Reading[]) {

@@ -58,8 +58,7 @@ export class LogWriter {
   ) {}
 
   async start(): Promise<void> {
-    const streams = this.log.lanes?.length ? this.log.lanes.map((lane) => lane.stream) : [this.log.config.stream]
-    for (const stream of streams) {
+    for (const { stream } of this.log.lanes) {
       const consumer = await this.log.js.consumers.get(stream, WRITER_CONSUMER)
       // The client keeps up to this many messages pulled ahead; the consumer's max_ack_pending bounds the rest. Pull
       // requests expire after 5 s instead of 30: one sent to a NATS node that then died is noticed (missed heartbeats)
