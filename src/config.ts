@@ -187,6 +187,13 @@ export interface IngestLogConfig {
   readonly ackWaitSeconds: number
   /** Status and readiness report degraded while readings wait longer than this to become visible. */
   readonly lagBoundSeconds: number
+  /**
+   * Streams the log is made of (ingest/log/index.ts): 1 (the default) is one stream, as on a single node or with R1;
+   * 3 on a 3-node R3 cluster lets ingest append to another lane while one lane's leader is being elected again.
+   */
+  readonly lanes?: number
+  /** With several lanes: how long an append waits for its lane before it is made to another lane (default 300 ms). */
+  readonly laneTimeoutMs?: number
 }
 
 /** A loopback name or address: only this machine reaches a service listening there. */
@@ -233,6 +240,8 @@ function ingestLog(env: Record<string, string | undefined>): IngestLogConfig | u
     writerFlushMs: int(env, 'INGEST_LOG_WRITER_FLUSH_MS', 100, 0),
     ackWaitSeconds: int(env, 'INGEST_LOG_ACK_WAIT_SECONDS', 30, 1),
     lagBoundSeconds: int(env, 'INGEST_LOG_LAG_BOUND_SECONDS', 30, 1),
+    lanes: int(env, 'INGEST_LOG_LANES', 1, 1),
+    laneTimeoutMs: int(env, 'INGEST_LOG_LANE_TIMEOUT_MS', 300, 10),
   }
 }
 

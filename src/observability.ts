@@ -12,6 +12,8 @@ export function createMetrics() {
     ingestFlushDuration: registry.histogram('hrs_ingest_flush_duration_seconds', 'Time one write to the readings store took.', ['outcome'], LATENCY_BUCKETS),
     ingestStoreErrors: registry.counter('hrs_ingest_store_errors_total', 'Writes to the readings store that failed or timed out (their requests were answered 503).'),
     ingestLogPublished: registry.counter('hrs_ingest_log_published_messages_total', 'Messages this process published to the ingest log (one per account per group commit).'),
+    ingestLogAppends: registry.counter('hrs_ingest_log_appends_total', 'Messages the ingest log acknowledged to this process, by lane (stream): with INGEST_LOG_LANES above 1, spread over the lanes that answer.', ['lane']),
+    ingestLogFailovers: registry.counter('hrs_ingest_log_failovers_total', 'Appends that failed or did not answer within INGEST_LOG_LANE_TIMEOUT_MS on this lane and were made to another lane instead.', ['lane']),
     ingestLogWriterBatches: registry.counter('hrs_ingest_log_writer_batches_total', 'Batches this process\'s writer took from the ingest log, by outcome (stored, or failed and left for redelivery).', ['outcome']),
     ingestLogLag: registry.histogram('hrs_ingest_log_lag_seconds', 'From the log\'s acknowledgement of a message to its readings being stored (visible to queries), per message written by this process.', [], LATENCY_BUCKETS),
     lineProtocolStringFields: registry.counter('hrs_line_protocol_string_fields_total', 'String fields in InfluxDB line-protocol writes (/write, /api/v2/write): not readings, skipped (Home Assistant sends attributes as strings).'),

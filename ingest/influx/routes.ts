@@ -11,7 +11,7 @@ import { Elysia, t } from 'elysia'
 import type { Authenticator, Principal } from '../../src/auth/authenticator.ts'
 import type { Config } from '../../src/config.ts'
 import { authenticate } from '../../src/http/checks/authenticate.ts'
-import { MAX_BODY_BYTES, MAX_DISCARDED_BYTES } from '../../src/http/checks/body-limits.ts'
+import { MAX_BODY_BYTES, MAX_DISCARDED_BYTES, readBodyBytes } from '../../src/http/checks/body-limits.ts'
 import { rateLimitCheck } from '../../src/http/checks/rate-limit.ts'
 import { ApiError, problemBody } from '../../src/http/errors.ts'
 import { op } from '../../src/http/operation.ts'
@@ -151,7 +151,7 @@ function unavailable(error: unknown): never {
 async function readLines(request: Request): Promise<string> {
   const encoding = (request.headers.get('content-encoding') ?? 'identity').trim().toLowerCase()
   if (encoding !== 'identity' && encoding !== 'gzip') throw new ApiError('unsupported_media_type', 'Content-Encoding may be gzip or identity.', { headers: { 'accept-encoding': 'gzip, identity' } })
-  const sent = await readBytes(request)
+  const sent = await readBodyBytes(request, (announced) => tooLarge(undefined, announced))
   let bytes = sent
   if (encoding === 'gzip' && sent.byteLength) {
     try {
@@ -173,29 +173,6 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
 
 const tooLarge = (what = 'Request bodies may be at most', announced?: number) => new ApiError('payload_too_large', `${what} ${MAX_BODY_BYTES} bytes; send smaller batches.`,
   announced !== undefined && announced > MAX_DISCARDED_BYTES ? { headers: { connection: 'close' } } : {})
-
-async function readBytes(request: Request): Promise<Uint8Array> {
-  const length = request.headers.get('content-length')
-  if (length !== null) {
-    if (Number(length) > MAX_BODY_BYTES) throw tooLarge(undefined, Number(length))
-    return new Uint8Array(await request.arrayBuffer())
-  }
-  if (!request.body) return new Uint8Array()
-  const reader = request.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > MAX_BODY_BYTES) {
-      reader.cancel().catch(() => {})
-      throw tooLarge()
-    }
-    chunks.push(value)
-  }
-  return Buffer.concat(chunks)
-}
 
 /** Refused lines, as InfluxDB 1.x words them (`partial write: unable to parse '…': … dropped=N`) plus line numbers. */
 function partialWrite(errors: readonly LineError[], stored: boolean): ApiError {

@@ -334,12 +334,28 @@ function bucketColumns(filter: ReadingsFilter, spec: AggregationSpec): string {
     wanted('last_v', asked('last')), 'cast(last_ts as long) last_us'].join(', ')
 }
 
+/** The partitions (days) before today that latest() reads first (see there). */
+const LATEST_RECENT_DAYS = 1
+
 /**
  * `catalogue` (in the records database) registers each series before its first reading is written: the server
  * always gives one; a tool or test that only writes and reads QuestDB may leave it out.
  */
-/** The partitions (days) before today that latest() reads first (see there). */
-const LATEST_RECENT_DAYS = 1
+/** A double whose shortest text has 16 decimals: QuestDB must give it back as it is. */
+const DOUBLE_PROBE = 0.1234567890123456
+
+/**
+ * Reads go over /exec, whose JSON writes a double with `http.json.query.double.scale` decimals on QuestDB 7.x, 12 by
+ * default: 238.73999999999998 was read back as 238.739999999999, so a reading's value (or `last`) differed from what
+ * was written and from the SQL store's answer (test/http/readings-walks.test.ts found it on 7.4.2). 8.x and later write
+ * every double in full, as 7.x does at scale 19. Rather than answer altered values, the store does not open.
+ */
+async function requireExactDoubles(query: (text: string) => Promise<Values[]>): Promise<void> {
+  const [[answered] = []] = await query(`select ${DOUBLE_PROBE} v`)
+  if (Number(answered) !== DOUBLE_PROBE) {
+    throw new Error(`QuestDB writes doubles over /exec with too few decimals (${String(answered)} for ${DOUBLE_PROBE}), so readings would read back altered: on QuestDB 7.x set http.json.query.double.scale=19 in server.conf (or QDB_HTTP_JSON_QUERY_DOUBLE_SCALE=19); 8.x and later need nothing`)
+  }
+}
 
 export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, own?: { records: Pick<Database, 'query'>; log: (message: string, error: unknown) => void }): Promise<ReadingsStore> {
   if (!config.questdbPgUrl) throw new Error('QUESTDB_PG_URL is needed with QUESTDB_ILP: the table, its views and expiry go over PG wire')
@@ -347,6 +363,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error('QUESTDB_TABLE must be a plain identifier')
   const writeIlp = await ilpReadingsWriter(config.questdbIlp!, table, catalogue && ((readings) => catalogue.idsOf(readings)))
   const query = questdbReader(ilpTarget(config.questdbIlp!), config.readingsQueries.connections, config.readingsQueries.timeoutMs + 1_000)
+  await requireExactDoubles(query)
   // PG wire makes the table and views, expires partitions and reads the series once at start; the readings queries
   // go over HTTP (questdbReader). The startup option statement_timeout is QuestDB's per-connection query timeout on
   // 7.4 and 9.x alike (SET statement_timeout is accepted and ignored).

@@ -35,10 +35,14 @@ export function metricsModule(deps: Deps, health: BackendHealth) {
     (await marks()).map((r) => ({ labels: [r.store], value: Number(r.oldest) })))
   const log = deps.ingest.log
   if (log) {
-    metrics.registry.gauge('hrs_ingest_log_pending_messages', 'Messages in the ingest log not yet stored by a writer (all writers: read from JetStream), waiting or being written.', [], async () => {
-      const info = await log.jsm.consumers.info(log.config.stream, WRITER_CONSUMER)
-      return [{ value: info.num_pending + info.num_ack_pending }]
+    metrics.registry.gauge('hrs_ingest_log_pending_messages', 'Messages in the ingest log not yet stored by a writer (all writers, every lane that answers: read from JetStream), waiting or being written.', [], async () => {
+      // A lane without a leader does not answer (for seconds, while JetStream elects one): the others are counted.
+      const infos = await Promise.allSettled(log.lanes.map((lane) => log.jsm.consumers.info(lane.stream, WRITER_CONSUMER)))
+      if (!infos.some((i) => i.status === 'fulfilled')) throw (infos[0] as PromiseRejectedResult).reason
+      return [{ value: infos.reduce((sum, i) => sum + (i.status === 'fulfilled' ? i.value.num_pending + i.value.num_ack_pending : 0), 0) }]
     })
+    metrics.registry.gauge('hrs_ingest_log_lane_up', 'Per lane of the ingest log: 1 while this process appends to it, 0 from a failed append until its leader answers again.', ['lane'],
+      () => log.lanes.map((lane) => ({ labels: [lane.stream], value: lane.up ? 1 : 0 })))
   }
   metrics.registry.gauge('hrs_backend_up', '1 when the backend answered its last ping within 2 s, 0 when it did not.', ['backend'], async () =>
     Object.entries(await health.current()).map(([backend, state]) => ({ labels: [backend], value: state === 'ok' ? 1 : 0 })))
