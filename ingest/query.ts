@@ -17,6 +17,7 @@ import type { Metrics } from '../src/observability.ts'
 import { bucketPage, INTERVALS, planQuery, rawPage, type CatalogueScope, type ReadingsShape } from './planner.ts'
 import { Lanes } from './lanes.ts'
 import { READ_AHEAD_MS, ReadAhead } from './read-ahead.ts'
+import { JOIN_MS, SharedReads } from './shared-reads.ts'
 import type { SeriesCatalogue } from './series.ts'
 import { AGGREGATES, compareKeys, FILLS, GROUPINGS, groupKey, type Aggregate, type BucketPosition, type BucketRow, type BucketSpec, type Grouping, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
 const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
@@ -72,7 +73,11 @@ within their deadline (past it, 429 \`too_many_queries\` as well). Answers come 
 callers but speed. While a client walks a JSON listing (a request with \`cursor\` whose page has more, or the first page of a bucketed
 query that is not heavy), the page after it is read as it is sent and kept up to ${READ_AHEAD_MS / 1000} s for the next request with that
 cursor and \`limit\`; likewise, once a CSV file whose listing has more has been read (an export, walked to its end, from its first file),
-the start of the next file: a page or file may hold the readings as they were up to that long before it was asked for.
+the start of the next file: a page or file may hold the readings as they were up to that long before it was asked for. Identical
+questions asked at once (same account, window, filters, aggregation, page position and \`limit\`, as dashboards polling one room with the
+same \`from\` and \`to\` ask) share one read of the store: a request joins a read begun at most ${JOIN_MS / 1000} s before it, so its answer may
+hold the readings as they were up to that long before, and is otherwise the answer of a read of its own (counted in
+\`hrs_readings_shared_reads_total\` on \`/metrics\`). A window left to default ends at the moment asked, so it is a question of its own.
 
 **Retention.** Raw readings are kept ${RETENTION.rawDays} days, minute rollups ${RETENTION.minuteDays}, hour rollups ${RETENTION.hourDays}, day rollups
 ${RETENTION.dayDays ? `${RETENTION.dayDays} days` : 'forever'} (operator settings \`READINGS_RETENTION_DAYS\`, \`READINGS_MINUTE_ROLLUP_RETENTION_DAYS\`,
@@ -184,7 +189,7 @@ export interface ReadingsQueryDeps {
   series: SeriesCatalogue
   shared: SharedStore
   config: { readingsQueries: ReadingsQueryLimits; readingsRetention: ReadingsRetention }
-  metrics: Pick<Metrics, 'readingsCsvBroken'>
+  metrics: Pick<Metrics, 'readingsCsvBroken' | 'readingsSharedReads'>
   log: Logger
 }
 
@@ -250,6 +255,7 @@ const NEVER_ABORTED = new AbortController().signal
 
 export function readingsRoutes(deps: ReadingsQueryDeps) {
   const readAhead = new ReadAhead<Row[]>()
+  const sharedReads = new SharedReads(() => deps.metrics.readingsSharedReads.inc())
   const heavyLanes = new Lanes(deps.config.readingsQueries.heavyConcurrency)
   return new Elysia({ name: 'readings', prefix: API_PREFIX })
     .use(principalMacro)
@@ -268,7 +274,9 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       if (csv && query.latest) throw refuse('/query/latest', 'CSV covers raw readings and buckets; ask for the latest readings as JSON.', 'not available as CSV')
       if (!csv && limit !== undefined && limit > JSON_LIMIT.max) throw refuse('/query/limit', `A JSON page holds at most ${JSON_LIMIT.max} rows; CSV files up to ${CSV_LIMIT.max}.`, `at most ${JSON_LIMIT.max} for JSON`)
       // The window is fixed by the first page (carried in the cursor), so "now" does not slide under a paging client.
-      const to = position ? Number(position[0]) : query.to ? Date.parse(query.to) : query.latest ? Date.now() + 366 * 86_400_000 : Date.now()
+      // The latest readings' default window ends a year ahead, on a whole minute: asked within the same minute, it is
+      // the same question, so identical asks share a read and their cursors (shared-reads.ts).
+      const to = position ? Number(position[0]) : query.to ? Date.parse(query.to) : query.latest ? Math.ceil((Date.now() + 366 * 86_400_000) / 60_000) * 60_000 : Date.now()
       const from = position ? Number(position[1]) : query.from ? Date.parse(query.from) : query.latest ? 0 : to - DEFAULT_WINDOW_MS
       if (from >= to) throw refuse('/query/from', 'from must be before to.', 'must be before to')
       const filter: ReadingsFilter = { accountId, environmentId: query.environment_id, deviceId: query.device_id, channel: query.channel, metric: query.metric, from, to }
@@ -286,12 +294,21 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       const catalogue: CatalogueScope = { series, metrics: spec?.groupBy === 'metric' ? await deps.series.metrics(filter) : [] }
       const { heavy } = planQuery(shape, series, from, to, { limits: deps.config.readingsQueries, levels: store.rollupLevels, retention: deps.config.readingsRetention, now: Date.now() })
       const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false, clientGone = request.signal) => underDeadline(deps, heavyLanes, clientGone, accountId, heavy, waitForSlot, work)
+      // What decides a read's rows, with the account first (shared-reads.ts): the filter (the account, the window, the
+      // filters) and the aggregation; a read's own key adds its page position and size.
+      const question = `${accountId}\u0000${JSON.stringify([filter, spec ?? null])}`
+      /** The read, shared with an identical one in flight; not a later step of a CSV file, which waits for a slot. */
+      const sharedRead = <T>(key: string, work: (signal: AbortSignal) => Promise<T>, waitForSlot: boolean, clientGone: AbortSignal) => waitForSlot
+        ? read(work, true, clientGone)
+        : sharedReads.read(`${question}\u0000${key}`, clientGone, (allGone) => read(work, false, allGone))
       const fetchRows = (count: number, after?: BucketPosition, skip?: number, waitForSlot = false, clientGone = request.signal): Promise<Row[]> =>
-        read<Row[]>(async (signal) => (spec ? bucketPage(store, filter, spec, count, after, signal, catalogue, skip ?? 0) : rawPage(store, filter, count, after as SeriesPosition | undefined, skip ?? 0, signal, series)), waitForSlot, clientGone)
+        sharedRead<Row[]>(JSON.stringify(['rows', count, after ?? null, skip ?? 0]),
+          async (signal) => (spec ? bucketPage(store, filter, spec, count, after, signal, catalogue, skip ?? 0) : rawPage(store, filter, count, after as SeriesPosition | undefined, skip ?? 0, signal, series)), waitForSlot, clientGone)
       const encodePosition = (p: BucketPosition) => deps.cursors.encode(scope, [...window, ...p])
 
       if (query.latest) {
-        const rows = await read((signal) => store.latest(filter, rowLimit + 1, position ? [String(position[2]), String(position[3])] : undefined, signal))
+        const latestAfter = position ? [String(position[2]), String(position[3])] as [string, string] : undefined
+        const rows = await sharedRead(JSON.stringify(['latest', rowLimit + 1, latestAfter ?? null]), (signal) => store.latest(filter, rowLimit + 1, latestAfter, signal), false, request.signal)
         return jsonPage(toPage(rows, rowLimit, deps.cursors, scope, (r) => [...window, r.device_id, r.channel], presenter()), set.headers)
       }
       const after = position ? [Number(position[2]), String(position[3]), String(position[4])] as BucketPosition : undefined

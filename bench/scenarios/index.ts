@@ -19,6 +19,7 @@ import { mixed } from './mixed.ts'
 import { pingDevices } from './ping-devices.ts'
 import { questdbClient } from './questdb-client.ts'
 import { history } from './history.ts'
+import { dense } from './dense.ts'
 import { queryIsolation } from './query-isolation.ts'
 import { readingsQuery } from './readings-query.ts'
 import { webhooks } from './webhooks.ts'
@@ -53,6 +54,8 @@ export const SCENARIOS: Record<string, Scenario> = {
   'query-isolation': queryIsolation,
   // A year of one environment's readings through the API, five queries walked in full ÷ one-shot SQL, bytes per reading.
   history,
+  // A dense site (issue 57): live ingest, dashboards, latest values and an export at once; scaled by BENCH_DENSE_*.
+  dense,
   mixed,
   // Our records path ÷ the same two operations written by hand (Elysia + postgres.js, no drizzle, no pipeline).
   'hand-written': handWritten,

@@ -148,7 +148,7 @@ export interface paths {
         };
         /**
          * Metrics for Prometheus
-         * @description Request counts and latency histograms by route template and status, ingest queue depth, flush sizes and latency, readings-store errors, webhook backlog and attempt outcomes, and whether each backend answers. Open when the service listens on a loopback address (`HOST`); otherwise it needs `METRICS_TOKEN` as a bearer token (401 without it) and is 404 when no token is configured. Counters are per process.
+         * @description Request counts and latency histograms by route template and status, ingest queue depth, flush sizes and latency, readings-store errors, rollup marks pending and the age of the oldest, webhook backlog and attempt outcomes, and whether each backend answers. Open when the service listens on a loopback address (`HOST`); otherwise it needs `METRICS_TOKEN` as a bearer token (401 without it) and is 404 when no token is configured. Counters are per process.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -623,7 +623,11 @@ export interface paths {
          *     callers but speed. While a client walks a JSON listing (a request with `cursor` whose page has more, or the first page of a bucketed
          *     query that is not heavy), the page after it is read as it is sent and kept up to 5 s for the next request with that
          *     cursor and `limit`; likewise, once a CSV file whose listing has more has been read (an export, walked to its end, from its first file),
-         *     the start of the next file: a page or file may hold the readings as they were up to that long before it was asked for.
+         *     the start of the next file: a page or file may hold the readings as they were up to that long before it was asked for. Identical
+         *     questions asked at once (same account, window, filters, aggregation, page position and `limit`, as dashboards polling one room with the
+         *     same `from` and `to` ask) share one read of the store: a request joins a read begun at most 1 s before it, so its answer may
+         *     hold the readings as they were up to that long before, and is otherwise the answer of a read of its own (counted in
+         *     `hrs_readings_shared_reads_total` on `/metrics`). A window left to default ends at the moment asked, so it is a question of its own.
          *
          *     **Retention.** Raw readings are kept 90 days, minute rollups 365, hour rollups 1825, day rollups
          *     forever (operator settings `READINGS_RETENTION_DAYS`, `READINGS_MINUTE_ROLLUP_RETENTION_DAYS`,
