@@ -337,10 +337,6 @@ function bucketColumns(filter: ReadingsFilter, spec: AggregationSpec): string {
 /** The partitions (days) before today that latest() reads first (see there). */
 const LATEST_RECENT_DAYS = 1
 
-/**
- * `catalogue` (in the records database) registers each series before its first reading is written: the server
- * always gives one; a tool or test that only writes and reads QuestDB may leave it out.
- */
 /** A double whose shortest text has 16 decimals: QuestDB must give it back as it is. */
 const DOUBLE_PROBE = 0.1234567890123456
 
@@ -357,6 +353,10 @@ async function requireExactDoubles(query: (text: string) => Promise<Values[]>): 
   }
 }
 
+/**
+ * `catalogue` (in the records database) registers each series before its first reading is written: the server
+ * always gives one; a tool or test that only writes and reads QuestDB may leave it out.
+ */
 export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, own?: { records: Pick<Database, 'query'>; log: (message: string, error: unknown) => void }): Promise<ReadingsStore> {
   if (!config.questdbPgUrl) throw new Error('QUESTDB_PG_URL is needed with QUESTDB_ILP: the table, its views and expiry go over PG wire')
   const table = config.questdbTable
