@@ -71,6 +71,9 @@ function processAlive(pid: number): boolean {
   try { process.kill(pid, 0); return true } catch (e) { return (e as NodeJS.ErrnoException).code === 'EPERM' }
 }
 
+/** The embedded database's directory is another live process's: a start refused with one line (src/main.ts). */
+export class DataDirInUse extends Error {}
+
 /**
  * PGlite is one Postgres in one process: a second process opening the same directory would corrupt it.
  * A pid file makes that a clear error instead (a stale file from a crashed process is taken over).
@@ -80,7 +83,7 @@ function lockDataDir(dataDir: string): () => void {
   let holder: number | undefined
   try { holder = Number(readFileSync(lockFile, 'utf8')) } catch { /* no lock yet */ }
   if (holder && holder !== process.pid && processAlive(holder)) {
-    throw new Error(`the embedded database in ${dataDir} is in use by process ${holder}; stop it first (or set DATABASE_URL)`)
+    throw new DataDirInUse(`the embedded database in ${dataDir} is in use by process ${holder}; stop it first (or set DATABASE_URL)`)
   }
   writeFileSync(lockFile, String(process.pid))
   return () => rmSync(lockFile, { force: true })

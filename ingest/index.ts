@@ -41,7 +41,7 @@ export interface IngestDeps {
   readonly shared: SharedStore
   readonly readings: ReadingsStore
   readonly log: Logger
-  readonly metrics: Pick<Metrics, 'ingestFlushReadings' | 'ingestFlushDuration' | 'ingestStoreErrors' | 'ingestLogPublished' | 'ingestLogWriterBatches' | 'ingestLogLag'>
+  readonly metrics: Pick<Metrics, 'ingestFlushReadings' | 'ingestFlushDuration' | 'ingestStoreErrors' | 'ingestLogPublished' | 'ingestLogAppends' | 'ingestLogFailovers' | 'ingestLogWriterBatches' | 'ingestLogLag'>
   /** Told about every batch once it is in the readings store (the alert evaluator). */
   readonly onWritten?: BatcherOptions['onWritten']
   /** The batcher's clock for its recovery pause (epoch ms); tests move it instead of waiting. */
@@ -65,7 +65,10 @@ export async function createIngest(deps: IngestDeps): Promise<Ingest> {
   const { config } = deps
   // The NATS client is loaded only when the log is configured: the embedded default never holds its modules.
   const log = config.ingestLog ? await (await import('./log/index.ts')).openIngestLog(config.ingestLog, deps.log) : undefined
-  const sink = log ? logSink(log, (messages) => deps.metrics.ingestLogPublished.inc([], messages)) : deps.readings
+  const sink = log ? logSink(log, (messages) => deps.metrics.ingestLogPublished.inc([], messages), {
+    appended: (lane) => deps.metrics.ingestLogAppends.inc([lane.stream]),
+    failedOver: (lane) => deps.metrics.ingestLogFailovers.inc([lane.stream]),
+  }) : deps.readings
   const sinkName = log ? 'ingest log' : 'readings store'
   const batcher = new Batcher(sink, {
     sinkName,

@@ -344,7 +344,7 @@ export async function startMqttListener(deps: MqttDeps): Promise<MqttListener> {
       return client.disconnect({ reasonCode: SERVER_BUSY })
     }
     settled?.(true)
-    if (outcome.rejected.length) report(device.id, { topic: packet.topic, code: 'rejected_readings', message: `${outcome.rejected.length} of the readings were refused; the others were stored.`, accepted: outcome.readings.length, rejected: outcome.rejected })
+    if (outcome.rejected.length) report(device.id, { topic: packet.topic, code: 'rejected_readings', message: refusedMessage(outcome.rejected.length, outcome.readings.length), accepted: outcome.readings.length, rejected: outcome.rejected })
     storedPublishes[packet.qos] ??= metrics.mqttPublishes.series([String(packet.qos), 'stored'])
     storedPublishes[packet.qos]!.inc()
     done(null)
@@ -473,4 +473,11 @@ function pingOf(payload: string, device: DeviceInfo, receivedAt: number, refuseU
   if (refuseUntimed && fields.ts === undefined) return { code: 'redelivery_without_ts', message: `The ping was refused: ${REDELIVERY_WITHOUT_TS}.` }
   const { parsed, problems } = parsePing(fields, device, receivedAt, '/payload')
   return parsed ? { ...parsed, receivedAtUsed: fields.ts === undefined } : { code: 'validation_failed', message: PING_REFUSED, errors: problems }
+}
+
+/** What a device is told of a publish some of whose readings were refused: how many, and whether any were stored. */
+export function refusedMessage(refused: number, stored: number): string {
+  const count = `${refused} ${refused === 1 ? 'reading was' : 'readings were'} refused`
+  if (stored === 0) return `${count}; none was stored.`
+  return `${count}; the other ${stored === 1 ? 'one was' : `${stored} were`} stored.`
 }

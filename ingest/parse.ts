@@ -18,7 +18,7 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|z|[+-]\d{2}:
 /** A number as JSON writes it: what a ping's text value must be (`Number()` would also take `0x10`, `0b11`, ` 5`). */
 const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/
 /** Epoch-millisecond timestamps before 2000 are almost certainly seconds or garbage. */
-const MIN_TS = Date.UTC(2000, 0, 1)
+export const MIN_READING_TS = Date.UTC(2000, 0, 1)
 
 export type RejectCode = 'invalid_reading' | 'invalid_channel' | 'invalid_value' | 'invalid_timestamp' | 'timestamp_in_future' | 'duplicate_reading'
 export interface Rejection { index: number; code: RejectCode; message: string }
@@ -41,7 +41,7 @@ function parseTimestamp(ts: unknown, now: number): number | RejectCode {
   else if (typeof ts === 'string' && RFC3339.test(ts)) ms = isCalendarDateTime(ts) ? Date.parse(ts) : NaN
   else if (typeof ts === 'string' && /^\d{13}$/.test(ts)) ms = Number(ts)
   else return 'invalid_timestamp'
-  if (!Number.isFinite(ms) || ms < MIN_TS) return 'invalid_timestamp'
+  if (!Number.isFinite(ms) || ms < MIN_READING_TS) return 'invalid_timestamp'
   if (ms > now + MAX_FUTURE_MS) return 'timestamp_in_future'
   return ms
 }

@@ -155,31 +155,64 @@ export function piecesBeyondRetention(pieces: readonly Piece[], horizons: Retent
 
 const LEVEL_NAMES: Record<RollupLevel | 'raw', string> = { raw: 'raw readings', '1m': 'minute rollups', '1h': 'hour rollups', '1d': 'day rollups' }
 
+/** What the store keeps and the limits a query is held to: everything a plan is checked against besides the request. */
+export interface PlanLimits {
+  limits: Pick<ReadingsQueryLimits, 'maxBuckets' | 'heavyRows'>
+  /** The rollup levels the store keeps (ReadingsStore.rollupLevels). */
+  levels: readonly RollupLevel[]
+  retention: ReadingsRetention
+  now: number
+}
+
+/** The pieces of a query's window that lie beyond their level's retention (none: the store holds all it needs). */
+function beyondRetention(shape: ReadingsShape, from: number, to: number, within: PlanLimits): Piece[] {
+  if (shape.kind === 'latest') return []
+  const horizons = retentionHorizons(within.retention, within.now)
+  if (shape.kind === 'raw') return from < horizons.raw ? [{ level: 'raw', from, to }] : []
+  return piecesBeyondRetention(rollupPieces(from, to, shape.interval, within.levels), horizons)
+}
+
+/** Whether a query is answered: within the cost bound and within what the store keeps. Refusals and suggestions use it alike. */
+const answered = (shape: ReadingsShape, series: number, from: number, to: number, within: PlanLimits) =>
+  !(shape.kind === 'buckets' && boundRows(shape, series, from, to) > within.limits.maxBuckets) && !beyondRetention(shape, from, to, within).length
+
+/**
+ * The finest of `intervals` a bucketed query of the window is answered at (checked by `answered`, as the query
+ * following the suggestion will be): with `from` as asked where that is answered, else from its bucket's start (a
+ * window reaching before the raw readings is answered from rollups from their grid on).
+ */
+function suggestion(intervals: readonly IntervalName[], fill: Fill, series: number, from: number, to: number, within: PlanLimits): { interval: IntervalName; from: number } | undefined {
+  for (const interval of intervals) {
+    for (const start of [from, bucketOf(interval, from)]) {
+      if (answered({ kind: 'buckets', interval, fill }, series, start, to, within)) return { interval, from: start }
+    }
+  }
+  return undefined
+}
+
 /**
  * Refuses a query part of whose window only levels past their retention could answer: raw pages and files before the
  * raw readings' horizon, buckets whose pieces (rollupPieces over the levels the store keeps) lie before their level's
- * horizon. Names the retention and, for buckets, the finest interval and aligned `from` that the kept rollups answer.
+ * horizon. Names the retention and the finest interval (with its `from`) that is answered: within what the store
+ * keeps and within the cost bound.
  */
-export function checkRetention(shape: ReadingsShape, from: number, to: number, levels: readonly RollupLevel[], retention: ReadingsRetention, now: number): void {
-  if (shape.kind === 'latest') return
-  const horizons = retentionHorizons(retention, now)
-  const beyond = shape.kind === 'raw'
-    ? (from < horizons.raw ? [{ level: 'raw' as const, from, to }] : [])
-    : piecesBeyondRetention(rollupPieces(from, to, shape.interval, levels), horizons)
+function checkRetention(shape: ReadingsShape, series: number, from: number, to: number, within: PlanLimits): void {
+  const beyond = beyondRetention(shape, from, to, within)
   if (!beyond.length) return
+  const { levels, retention } = within
+  const horizons = retentionHorizons(retention, within.now)
   const kept = (['raw', ...ROLLUP_LEVELS.map((l) => l.name).reverse()] as const).filter((l) => l === 'raw' || levels.includes(l))
   const days: Record<string, number> = { raw: retention.rawDays, '1m': retention.minuteDays, '1h': retention.hourDays, '1d': retention.dayDays }
   const retainedFrom = Object.fromEntries(kept.map((l) => [l, Number.isFinite(horizons[l]) ? new Date(horizons[l]).toISOString() : null]))
-  // The finest interval whose pieces from `from` moved to its bucket's start all lie within retention.
-  const fits = (Object.keys(INTERVALS) as IntervalName[]).find((name) => !piecesBeyondRetention(rollupPieces(bucketOf(name, from), to, name, levels), horizons).length)
-  const fitFrom = fits && new Date(bucketOf(fits, from)).toISOString()
+  const fits = suggestion(Object.keys(INTERVALS) as IntervalName[], shape.kind === 'buckets' ? shape.fill : 'none', series, from, to, within)
+  const fitFrom = fits && new Date(fits.from).toISOString()
   const keeps = kept.map((l) => `${LEVEL_NAMES[l]} for ${days[l] ? `${days[l]} days (from ${retainedFrom[l]})` : 'ever'}`).join(', ')
   const way = fits
-    ? `Ask for interval=${fits} with from=${fitFrom}, or a window from ${new Date(horizons.raw).toISOString()} on.`
+    ? `Ask for interval=${fits.interval} with from=${fitFrom}, or a window from ${new Date(horizons.raw).toISOString()} on.`
     : `Ask for a window from ${new Date(horizons.raw).toISOString()} on.`
   throw new ApiError('beyond_retention', `This window starts at ${new Date(from).toISOString()}, before what the service keeps for it: ${keeps}. ${way}`, {
     errors: [{ path: '/query/from', message: `before the retention of ${LEVEL_NAMES[beyond[0]!.level]}` }],
-    fields: { retention_days: Object.fromEntries(kept.map((l) => [l, days[l]])), retained_from: retainedFrom, ...(fits ? { suggested_interval: fits, suggested_from: fitFrom } : {}) },
+    fields: { retention_days: Object.fromEntries(kept.map((l) => [l, days[l]])), retained_from: retainedFrom, ...(fits ? { suggested_interval: fits.interval, suggested_from: fitFrom } : {}) },
   })
 }
 
@@ -190,22 +223,36 @@ function span(ms: number): string {
   return `${n} ${unit}${n === 1 ? '' : 's'}`
 }
 
-/** Refuses, with a way to fit, a query whose bound exceeds the limit; says whether the rest is heavy. */
-export function planCost(shape: ReadingsShape, series: number, from: number, to: number, limits: Pick<ReadingsQueryLimits, 'maxBuckets' | 'heavyRows'>): QueryCost {
+/**
+ * The plan of a query, before anything runs in the store: refused with 422 `query_too_expensive` over the cost bound,
+ * or `beyond_retention` where the store no longer keeps what it needs, each with a way to fit; otherwise its bound and
+ * whether it is heavy. Every `suggested_*` offered is a query this same check answers (issue 56: `interval=6h`
+ * suggested for a query too expensive at 1h was refused `beyond_retention`).
+ */
+export function planQuery(shape: ReadingsShape, series: number, from: number, to: number, within: PlanLimits): QueryCost {
+  const { limits } = within
   const bound = boundRows(shape, series, from, to)
   if (shape.kind === 'buckets' && bound > limits.maxBuckets) {
     const buckets = bucketsIn(from, to, shape.interval)
-    const coarser = (Object.keys(INTERVALS) as IntervalName[]).find((name) => INTERVALS[name] > INTERVALS[shape.interval] && series * bucketsIn(from, to, name) <= limits.maxBuckets)
+    const coarser = suggestion((Object.keys(INTERVALS) as IntervalName[]).filter((name) => INTERVALS[name] > INTERVALS[shape.interval]), shape.fill, series, from, to, within)
     const longest = Math.floor(limits.maxBuckets / series) * INTERVALS[shape.interval]
     const ways = [
-      coarser && `interval=${coarser} (${series * bucketsIn(from, to, coarser)} rows)`,
+      coarser && `interval=${coarser.interval}${coarser.from === from ? '' : ` with from=${new Date(coarser.from).toISOString()}`} (${series * bucketsIn(coarser.from, to, coarser.interval)} rows)`,
       longest >= INTERVALS[shape.interval] ? `a window of at most ${span(longest)} at interval=${shape.interval}` : undefined,
       series > 1 ? 'fewer series (device_id, channel or metric)' : undefined,
     ].filter(Boolean)
     throw new ApiError('query_too_expensive',
       `This query covers up to ${bound} rows (${series} series × ${buckets} buckets of ${shape.interval}); a query may cover at most ${limits.maxBuckets}. To fit, ask for ${ways.join(', or ')}.`,
-      { errors: [{ path: '/query/interval', message: `covers ${bound} rows, more than ${limits.maxBuckets}` }], fields: { max_rows: limits.maxBuckets, rows: bound, series, buckets, ...(coarser ? { suggested_interval: coarser } : {}), max_window_seconds: Math.floor(longest / 1000) } })
+      {
+        errors: [{ path: '/query/interval', message: `covers ${bound} rows, more than ${limits.maxBuckets}` }],
+        fields: {
+          max_rows: limits.maxBuckets, rows: bound, series, buckets,
+          ...(coarser ? { suggested_interval: coarser.interval, ...(coarser.from === from ? {} : { suggested_from: new Date(coarser.from).toISOString() }) } : {}),
+          max_window_seconds: Math.floor(longest / 1000),
+        },
+      })
   }
+  checkRetention(shape, series, from, to, within)
   return { bound, heavy: bound > limits.heavyRows }
 }
 
@@ -263,13 +310,36 @@ export async function rawPage(store: ReadingsStore, filter: ReadingsFilter, limi
  * One page of buckets, computed from its own stretch of the window: a page costs about as much as its rows, wherever
  * in the window it lies, instead of aggregating everything from its first bucket to the window's end. The store
  * aggregates the buckets that hold readings (`store.buckets`); fills are made here, the same for every store.
+ * `skip` passes over that many rows first (a CSV file finding its last row), without reading them where it can.
  */
-export async function bucketPage(store: ReadingsStore, filter: ReadingsFilter, spec: BucketSpec, limit: number, after: BucketPosition | undefined, signal: AbortSignal, scope: CatalogueScope): Promise<BucketRow[]> {
+export async function bucketPage(store: ReadingsStore, filter: ReadingsFilter, spec: BucketSpec, limit: number, after: BucketPosition | undefined, signal: AbortSignal, scope: CatalogueScope, skip = 0): Promise<BucketRow[]> {
   if (limit <= 0 || filter.from >= filter.to) return []
   const { interval, groupBy } = spec
   const start = after ? after[0] : bucketOf(interval, filter.from)
   const aggregation: AggregationSpec = { interval, aggregates: spec.aggregates, groupBy }
   const perBucket = rowsPerBucket(scope, groupBy)
+  if (skip > 0 && spec.fill === 'none') {
+    // A CSV file finding its last row: a stretch widened until it holds the skipped rows and the page (probed by
+    // asking for its last row), whose rows the store skips without sending them, as rawPage does.
+    let buckets = Math.ceil((skip + limit) / perBucket) + 1
+    let to = Math.min(filter.to, bucketsAfter(interval, start, buckets))
+    const stretch = () => ({ ...filter, from: Math.max(filter.from, start), to })
+    while (to < filter.to && !(await store.buckets(stretch(), aggregation, 1, after, skip + limit - 1, signal)).length) {
+      buckets *= 2
+      to = Math.min(filter.to, bucketsAfter(interval, start, buckets))
+    }
+    return store.buckets(stretch(), aggregation, limit, after, skip, signal)
+  }
+  if (skip > 0) {
+    // Filled, every group has a row in every bucket: the row before the page is counted out, not read.
+    const groups = (await newestPerGroup(store, filter, groupBy, scope, signal)).map((g) => g.key).sort(compareKeys)
+    if (!groups.length) return []
+    const before = after ? groups.filter((key) => compareKeys(key, [after[1], after[2]]) <= 0).length : 0
+    const index = before + skip - 1
+    const bucket = bucketsAfter(interval, start, Math.floor(index / groups.length))
+    if (bucket >= filter.to) return []
+    return bucketPage(store, filter, spec, limit, [bucket, ...groups[index % groups.length]!], signal, scope)
+  }
   if (spec.fill === 'none') {
     // A stretch of buckets that would give the page if every group had a reading in each, doubled until the
     // page is full or the window ends (sparse data costs a few more rounds, each bounded by its stretch).

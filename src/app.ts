@@ -25,6 +25,7 @@ import { BackendHealth } from './modules/platform/backend-health.ts'
 import { RouteTable } from './http/route-table.ts'
 import { readingsRoutes } from '../ingest/query.ts'
 import { ingestHotHandlers, ingestRoutes } from '../ingest/routes.ts'
+import { influxBunRoutes, influxRoutes } from '../ingest/influx/routes.ts'
 import { consoleModule } from './console/index.ts'
 import { accountModule } from './modules/account/index.ts'
 import { activitiesModule } from './modules/activities/index.ts'
@@ -117,6 +118,8 @@ export function createApp(deps: Deps) {
     record: recordRequest,
     fallback: (request): Response | Promise<Response> => (app as AnyElysia).fetch(request),
   }, ingestHotHandlers(deps, pipeline))
+  // InfluxDB's write endpoints (/write, /api/v2/write) on Bun's router too: ingest/influx/routes.ts.
+  const influxOnBunRoutes = influxBunRoutes(deps, { pipeline, record: recordRequest })
   const health = new BackendHealth({ ...deps, lagBoundMs: (deps.config.ingestLog?.lagBoundSeconds ?? 30) * 1000 })
   let openApiDocument: Record<string, unknown> | undefined
   // Built on first request, once every route is registered (the document describes the finished app).
@@ -131,7 +134,7 @@ export function createApp(deps: Deps) {
       maxRequestBodySize: RUNTIME_BODY_LIMIT,
       // The device ingest endpoints on Bun's router, before Elysia (http/hot-path.ts); Elysia's listen() puts these
       // over its own handlers for the same paths and methods. app.handle() still answers them through Elysia.
-      routes: ingestOnBunRoutes,
+      routes: { ...ingestOnBunRoutes, ...influxOnBunRoutes },
       error(error: Error) {
         const requestId = `req_${ulid()}`
         deps.log.error('request failed outside the app', { request_id: requestId, error: String(error?.stack ?? error) })
@@ -139,6 +142,8 @@ export function createApp(deps: Deps) {
       },
     },
   })
+    // Before the hooks below: these answer in InfluxDB's shapes and read their own bodies (ingest/influx/routes.ts).
+    .use(influxRoutes(influxOnBunRoutes))
     .onRequest(({ request, set }): Response | Promise<Response | void> | void => {
       // HEAD is GET without the body (RFC 9110 §9.3.2): the same request is answered as a GET, through every check
       // (same status, ETag, RateLimit and Content-Type headers), and Bun sends that response's headers only.

@@ -107,6 +107,11 @@ export interface ReadingsQueryLimits {
   readonly perAccount: number
   /** Each store query is cancelled in the store after this long, and answered 422 query_timeout. */
   readonly timeoutMs: number
+  /**
+   * Rows read per step of a CSV file; unset (no environment variable), 5,000 for a heavy query's file and a JSON
+   * page's most (10,000) for a light one's (ingest/query.ts). Tests set it small to walk files of several steps.
+   */
+  readonly csvStepRows?: number
   /** Connections of the readings queries' own pool (Postgres and QuestDB), apart from ingest's and the records'. */
   readonly connections: number
   /**
@@ -196,6 +201,13 @@ export interface IngestLogConfig {
   readonly ackWaitSeconds: number
   /** Status and readiness report degraded while readings wait longer than this to become visible. */
   readonly lagBoundSeconds: number
+  /**
+   * Streams the log is made of (ingest/log/index.ts): 1 (the default) is one stream, as on a single node or with R1;
+   * 3 on a 3-node R3 cluster lets ingest append to another lane while one lane's leader is being elected again.
+   */
+  readonly lanes?: number
+  /** With several lanes: how long an append waits for its lane before it is made to another lane (default 300 ms). */
+  readonly laneTimeoutMs?: number
 }
 
 /** A loopback name or address: only this machine reaches a service listening there. */
@@ -242,6 +254,8 @@ function ingestLog(env: Record<string, string | undefined>): IngestLogConfig | u
     writerFlushMs: int(env, 'INGEST_LOG_WRITER_FLUSH_MS', 100, 0),
     ackWaitSeconds: int(env, 'INGEST_LOG_ACK_WAIT_SECONDS', 30, 1),
     lagBoundSeconds: int(env, 'INGEST_LOG_LAG_BOUND_SECONDS', 30, 1),
+    lanes: int(env, 'INGEST_LOG_LANES', 1, 1),
+    laneTimeoutMs: int(env, 'INGEST_LOG_LANE_TIMEOUT_MS', 300, 10),
   }
 }
 

@@ -7,6 +7,7 @@ import { purgeExpiredIdempotencyKeys } from './http/idempotency.ts'
 import { demoEnabled, seedDemoAccount } from './seed.ts'
 import { startMqttListener } from '../ingest/mqtt.ts'
 import { keepServingThroughOrphanedConnectionErrors } from './process-guard.ts'
+import { DataDirInUse } from '../db/client.ts'
 
 /**
  * A start that cannot go on because of how it was configured (a bad variable, a port already taken) ends with one
@@ -31,8 +32,18 @@ let config: ReturnType<typeof loadConfig>
 try { config = loadConfig() } catch (error) { refuseStart(`configuration: ${(error as Error).message}`) }
 const isWorker = process.env.HRS_WORKER === '1'
 
+/** The features on the configured backends; a data directory another server holds is a one-line refusal. */
+async function openDeps(options?: Parameters<typeof createDeps>[1]) {
+  try {
+    return await createDeps(config, options)
+  } catch (error) {
+    if (error instanceof DataDirInUse) refuseStart(`DATA_DIR=${config.dataDir}: ${error.message}.`)
+    throw error
+  }
+}
+
 async function prepareStore() {
-  const deps = await createDeps(config)
+  const deps = await openDeps()
   if (demoEnabled(config)) {
     const demo = await seedDemoAccount(deps)
     if (demo) console.log(`demo key: ${demo.token}`)
@@ -41,7 +52,7 @@ async function prepareStore() {
 }
 
 async function serve() {
-  const deps = isWorker ? await createDeps(config, { migrate: false }) : await prepareStore()
+  const deps = isWorker ? await openDeps({ migrate: false }) : await prepareStore()
   keepServingThroughOrphanedConnectionErrors(deps.log)
   const app = createApp(deps)
   deps.dispatcher.start()

@@ -12,10 +12,16 @@ export function createMetrics() {
     ingestFlushDuration: registry.histogram('hrs_ingest_flush_duration_seconds', 'Time one write to the readings store took.', ['outcome'], LATENCY_BUCKETS),
     ingestStoreErrors: registry.counter('hrs_ingest_store_errors_total', 'Writes to the readings store that failed or timed out (their requests were answered 503).'),
     ingestLogPublished: registry.counter('hrs_ingest_log_published_messages_total', 'Messages this process published to the ingest log (one per account per group commit).'),
+    ingestLogAppends: registry.counter('hrs_ingest_log_appends_total', 'Messages the ingest log acknowledged to this process, by lane (stream): with INGEST_LOG_LANES above 1, spread over the lanes that answer.', ['lane']),
+    ingestLogFailovers: registry.counter('hrs_ingest_log_failovers_total', 'Appends that failed or did not answer within INGEST_LOG_LANE_TIMEOUT_MS on this lane and were made to another lane instead.', ['lane']),
     ingestLogWriterBatches: registry.counter('hrs_ingest_log_writer_batches_total', 'Batches this process\'s writer took from the ingest log, by outcome (stored, or failed and left for redelivery).', ['outcome']),
     ingestLogLag: registry.histogram('hrs_ingest_log_lag_seconds', 'From the log\'s acknowledgement of a message to its readings being stored (visible to queries), per message written by this process.', [], LATENCY_BUCKETS),
+    lineProtocolStringFields: registry.counter('hrs_line_protocol_string_fields_total', 'String fields in InfluxDB line-protocol writes (/write, /api/v2/write): not readings, skipped (Home Assistant sends attributes as strings).'),
+    lineProtocolRejectedLines: registry.counter('hrs_line_protocol_rejected_lines_total', 'Line-protocol lines refused (grammar, or a timestamp out of range); the rest of their bodies were stored.'),
     mqttPublishes: registry.counter('hrs_mqtt_publishes_total', 'Publishes from devices over MQTT, by QoS and outcome (stored; refused: a bad payload; unavailable: not acknowledged, the device was disconnected to send again).', ['qos', 'outcome']),
     mqttRefusals: registry.counter('hrs_mqtt_refusals_total', 'What the MQTT listener refused, by reason (a bad or revoked key, a personal key, a topic or subscription not the device\'s own, rate limit, payload, store unavailable).', ['reason']),
+    readingsSharedReads: registry.counter('hrs_readings_shared_reads_total', 'Readings requests answered from a read another identical request (same account, question and page position) already had in flight, instead of a read of their own.'),
+    readingsCsvBroken: registry.counter('hrs_readings_csv_broken_total', 'Readings CSV files that broke off after their status line (the store failed, a deadline passed): ended without the chunked terminator, so the client sees a transfer error.'),
     webhookAttempts: registry.counter('hrs_webhook_attempts_total', 'Webhook delivery attempts made by this process, by outcome.', ['outcome']),
   }
 }

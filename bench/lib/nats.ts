@@ -15,6 +15,12 @@ export interface NatsNode {
   kill(): Promise<void>
   /** Starts it again on the same ports and store directory. */
   start(): Promise<void>
+  /**
+   * Stops the process (SIGSTOP) as a partition or a hung host would: its connections stay open and silent, unlike a
+   * crash's, which the kernel closes. `resume` lets it run on (SIGCONT).
+   */
+  pause(): void
+  resume(): void
   /** Stops it and removes its store. */
   remove(): Promise<void>
 }
@@ -44,6 +50,8 @@ function node(spec: NodeSpec, dir: string): NatsNode {
         await Bun.sleep(50)
       }
     },
+    pause() { proc?.kill('SIGSTOP') },
+    resume() { proc?.kill('SIGCONT') },
     async kill() {
       if (!proc || proc.exitCode !== null) return
       proc.kill('SIGKILL')

@@ -11,6 +11,7 @@ import { ingestAlerts } from './ingest-alerts.ts'
 import { ingestBatches } from './ingest-batches.ts'
 import { ingestPostgres } from './ingest-postgres.ts'
 import { ingestLog } from './ingest-log.ts'
+import { ingestLineproto } from './ingest-lineproto.ts'
 import { ingestMqtt } from './ingest-mqtt.ts'
 import { ingestQuestdb } from './ingest-questdb.ts'
 import { latency } from './latency.ts'
@@ -18,6 +19,7 @@ import { mixed } from './mixed.ts'
 import { pingDevices } from './ping-devices.ts'
 import { questdbClient } from './questdb-client.ts'
 import { history } from './history.ts'
+import { dense } from './dense.ts'
 import { queryIsolation } from './query-isolation.ts'
 import { readingsQuery } from './readings-query.ts'
 import { webhooks } from './webhooks.ts'
@@ -41,6 +43,8 @@ export const SCENARIOS: Record<string, Scenario> = {
   'ingest-log': ingestLog,
   // Devices over MQTT (QoS 1) ÷ the same load over HTTP, on the SQL store (and QuestDB when present).
   'ingest-mqtt': ingestMqtt,
+  // The same load as InfluxDB line protocol to our /api/v2/write ÷ InfluxDB 1.6's /write, JSON beside (issue 58).
+  'ingest-lineproto': ingestLineproto,
   // A fleet over MQTT: 10,000 devices held, a publish cadence and a reconnect storm, beside a private Mosquitto.
   fleet,
   'questdb-client': questdbClient,
@@ -53,6 +57,8 @@ export const SCENARIOS: Record<string, Scenario> = {
   'query-isolation': queryIsolation,
   // A year of one environment's readings through the API, five queries walked in full ÷ one-shot SQL, bytes per reading.
   history,
+  // A dense site (issue 57): live ingest, dashboards, latest values and an export at once; scaled by BENCH_DENSE_*.
+  dense,
   mixed,
   // Our records path ÷ the same two operations written by hand (Elysia + postgres.js, no drizzle, no pipeline).
   'hand-written': handWritten,

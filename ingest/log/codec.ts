@@ -26,7 +26,7 @@ const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 const align8 = (n: number) => (n + 7) & ~7
 
-export interface LogMessage { subject: string; data: Uint8Array; readings: number }
+export interface LogMessage { subject: string; data: Uint8Array; readings: number; accountId: string }
 
 interface Draft {
   header: Header
@@ -82,7 +82,7 @@ export function encodeBatch(readings: readonly Reading[], subjectPrefix: string)
     new Float64Array(data.buffer, columns, header.n).set(ts)
     new Float64Array(data.buffer, columns + 8 * header.n, header.n).set(value)
     new Uint16Array(data.buffer, columns + 16 * header.n, header.n).set(index)
-    messages.push({ subject: `${subjectPrefix}.${header.a}`, data, readings: header.n })
+    messages.push({ subject: `${subjectPrefix}.${header.a}`, data, readings: header.n, accountId: header.a })
   }
   return messages
 }

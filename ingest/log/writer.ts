@@ -5,6 +5,7 @@
 // hands its messages back for redelivery after a pause (to this writer or another). A message it cannot decode is
 // logged and handed back for a minute, never dropped: it was acknowledged to a device, and a writer that knows its
 // format (a newer version during an upgrade) may still store it; it does not hold up the messages behind it.
+// With several lanes (index.ts), it consumes every lane, each from its own loop, into the same store writes.
 import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream'
 import type { Logger } from '../../src/log.ts'
 import type { Metrics } from '../../src/observability.ts'
@@ -33,13 +34,15 @@ const ERROR_LOG_INTERVAL_MS = 10_000
 const UNDECODABLE_DELAY_MS = 60_000
 
 export class LogWriter {
-  private messages: ConsumerMessages | undefined
+  private readonly messages: ConsumerMessages[] = []
+  /** Per lane: messages its stream still held for the writers at the last one this writer stored. */
+  private readonly lanePending = new Map<string, number>()
   private pending: { message: JsMsg; readings: Reading[] }[] = []
   private pendingReadings = 0
   private timer: ReturnType<typeof setTimeout> | undefined
   private readonly inFlight = new Set<Promise<void>>()
   private stopped = false
-  private loop: Promise<void> | undefined
+  private loops: Promise<void>[] = []
   /** Whether the last store write failed, and how long the last stored message took from the log to the store. */
   private failing = false
   /** Failed writes are logged once, then at most every ERROR_LOG_INTERVAL_MS with how many failed meanwhile. */
@@ -55,13 +58,20 @@ export class LogWriter {
   ) {}
 
   async start(): Promise<void> {
-    const consumer = await this.log.js.consumers.get(this.log.config.stream, WRITER_CONSUMER)
-    // The client keeps up to this many messages pulled ahead; the consumer's max_ack_pending bounds the rest. Pull
-    // requests expire after 5 s instead of 30: one sent to a NATS node that then died is noticed (missed heartbeats)
-    // and replaced within seconds (a cluster test drained 32 s after a node's death with the default, 7 s with this).
-    this.messages = await consumer.consume({ max_messages: 1_000, expires: 5_000 })
-    this.loop = (async () => {
-      for await (const message of this.messages!) {
+    for (const { stream } of this.log.lanes) {
+      const consumer = await this.log.js.consumers.get(stream, WRITER_CONSUMER)
+      // The client keeps up to this many messages pulled ahead; the consumer's max_ack_pending bounds the rest. Pull
+      // requests expire after 5 s instead of 30: one sent to a NATS node that then died is noticed (missed heartbeats)
+      // and replaced within seconds (a cluster test drained 32 s after a node's death with the default, 7 s with this).
+      const messages = await consumer.consume({ max_messages: 1_000, expires: 5_000 })
+      this.messages.push(messages)
+      this.loops.push(this.consume(messages))
+    }
+  }
+
+  private consume(messages: ConsumerMessages): Promise<void> {
+    return (async () => {
+      for await (const message of messages) {
         let readings: Reading[]
         try {
           readings = decodeMessage(message.data)
@@ -90,8 +100,8 @@ export class LogWriter {
   /** Stops taking messages, writes what it holds, and returns; unacknowledged messages go to other writers. */
   async stop(): Promise<void> {
     this.stopped = true
-    await this.messages?.close()
-    await this.loop
+    await Promise.all(this.messages.map((m) => m.close()))
+    await Promise.all(this.loops)
     await this.flush()
     await Promise.all(this.inFlight)
   }
@@ -142,7 +152,8 @@ export class LogWriter {
     // Caught up (the log holds nothing more for this writer, and nothing waits here): no reading is late now. Without
     // this, the lag of a backlog's last message stayed the writer's state until the next message came, so a writer
     // idle after draining a long outage reported itself down indefinitely.
-    if (batch[batch.length - 1]!.message.info.pending === 0 && !this.pending.length) this.lastLagMs = 0
+    for (const { message } of batch) this.lanePending.set(message.info.stream, message.info.pending)
+    if (!this.pending.length && [...this.lanePending.values()].every((pending) => pending === 0)) this.lastLagMs = 0
     this.failing = false
     this.deps.metrics.ingestLogWriterBatches.inc(['stored'])
     this.options.onWritten?.(readings)

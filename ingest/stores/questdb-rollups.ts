@@ -18,6 +18,12 @@
 // Several processes may refresh at once. A refresh gives up, recording nothing, once it has run CYCLE_LIMIT_MS, so a
 // slow one cannot land an older computation after the one that removed a mark: each statement is also bounded by the
 // connection's statement timeout, and a mark is removed only by a refresh begun SETTLE_MS after its last write.
+//
+// Progress at any size: a refresh takes a piece of the marked minutes, sized by what the pieces before it cost
+// (nextPieceMinutes: grown while quick, shrunk when long, a quarter after one that gave up), and records that piece
+// when done, so a backlog shrinks with every refresh that finishes. A fixed month of minutes per refresh, all or
+// nothing, never finished at 4,000 series (issue 57: 10,080 marks stood through 120 s of settling on QuestDB 7.4.2),
+// and every query then read raw.
 import type { Sql } from 'postgres'
 import type { Database } from '../../db/client.ts'
 import type { PartitionUnit } from './questdb-expiry.ts'
@@ -30,8 +36,12 @@ const DAY_MS = 86_400_000
 const SETTLE_MS = 60_000
 /** A refresh past this long stops without recording anything (see above). */
 const CYCLE_LIMIT_MS = 20_000
-/** Marked minutes taken per refresh: about a month, a few seconds of QuestDB's time. */
-const MINUTES_PER_REFRESH = 43_200
+/** What a piece of marked minutes should take (nextPieceMinutes): a quarter of CYCLE_LIMIT_MS, room for a slow moment. */
+const PIECE_TARGET_MS = 5_000
+/** The first piece of a process, in marked minutes: an hour, grown from there while pieces are quick. */
+const FIRST_PIECE_MINUTES = 60
+/** The most marked minutes one piece takes: about a month. */
+const MAX_PIECE_MINUTES = 43_200
 /** How often the refresher runs; at once again while more minutes wait. */
 const REFRESH_EVERY_MS = 2_000
 /** Marked minutes this close together are recomputed by one statement (stretches()). */
@@ -149,6 +159,21 @@ export class RollupMarks {
   }
 }
 
+/**
+ * How many marked minutes the next piece takes, from the last piece: `size` minutes asked for, `took` ms, `full`
+ * whether as many were pending, `done` whether it finished within the cycle limit. Pieces aim at `targetMs`: one
+ * that gave up is cut to a quarter (it cost over four targets); one that ran long is scaled down to the target; a
+ * full one under half the target doubles. Never below one minute (a minute that cannot be rolled up within the
+ * limit is tried again, and its day read raw meanwhile) nor above MAX_PIECE_MINUTES.
+ */
+export function nextPieceMinutes(size: number, took: number, full: boolean, done: boolean, targetMs = PIECE_TARGET_MS): number {
+  let next = size
+  if (!done) next = size / 4
+  else if (took > targetMs) next = size * targetMs / took
+  else if (full && took < targetMs / 2) next = size * 2
+  return Math.max(1, Math.min(MAX_PIECE_MINUTES, Math.floor(next)))
+}
+
 /** Runs `step` every `everyMs` (at once again while it says more wait; slower after a failure) until the returned stop(). */
 export function repeat(everyMs: number, step: () => Promise<boolean>, onError: (error: unknown) => void): () => Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -175,9 +200,15 @@ export class OwnRollups {
   private stopLoop: (() => Promise<void>) | undefined
   /** The raw readings' horizon the last maintenance run gave: minutes before it are dropped, not recomputed. */
   rawHorizon = -Infinity
+  /** Marked minutes the next refresh takes (nextPieceMinutes). */
+  pieceMinutes = FIRST_PIECE_MINUTES
 
-  /** The marks' records database and table are the ones these rollups keep. */
-  constructor(private readonly sql: Sql, private readonly marks: RollupMarks, private readonly partitions: Record<RollupLevel, PartitionUnit>) {}
+  /**
+   * The marks' records database and table are the ones these rollups keep. `pace` is for tests: a piece's target
+   * and the cycle limit (PIECE_TARGET_MS, CYCLE_LIMIT_MS).
+   */
+  constructor(private readonly sql: Sql, private readonly marks: RollupMarks, private readonly partitions: Record<RollupLevel, PartitionUnit>,
+    private readonly pace = { targetMs: PIECE_TARGET_MS, limitMs: CYCLE_LIMIT_MS }) {}
 
   /**
    * Makes the rollup tables. Made for the first time beside readings already stored (a 7.4 deployment upgraded), every
@@ -200,40 +231,55 @@ export class OwnRollups {
   }
 
   /**
-   * One refresh (see the top of the file): the marks settled since their last refresh are recomputed, and removed.
-   * `settleMs` below SETTLE_MS is for tests and tools that know no write is under way. Says whether more wait.
+   * One refresh (see the top of the file): a piece of the marks settled since their last refresh (pieceMinutes of
+   * them, oldest refresh first) is recomputed and recorded, and every mark so settled is removed. `settleMs` below
+   * SETTLE_MS is for tests and tools that know no write is under way. Says how many minutes it recorded and
+   * whether more wait.
    */
   async refresh(settleMs = SETTLE_MS): Promise<{ minutes: number; more: boolean }> {
     const began = Date.now()
+    const size = this.pieceMinutes
     const settle = `$2 * interval '1 millisecond'`
+    // One more than the piece: whether more wait.
     const pending = await this.marks.records.query<{ m: number; began: string }>(`select date_part('epoch', minute) * 1000 as m, now()::text as began from reading_rollup_marks
       where store = $1 and marked_at <= now() - ${settle} and (refreshed_at is null or refreshed_at < marked_at + ${settle})
-      order by refreshed_at nulls first, minute limit ${MINUTES_PER_REFRESH}`, [this.marks.table, settleMs])
-    const minutes = pending.map((r) => Number(r.m))
+      order by refreshed_at nulls first, minute limit ${size + 1}`, [this.marks.table, settleMs])
+    const minutes = pending.slice(0, size).map((r) => Number(r.m))
     if (minutes.length) {
-      // Everything acknowledged before the marks were read is in the readings table's WAL by now: wait until applied.
-      if (!(await this.applied(this.marks.table))) return { minutes: 0, more: true }
-      const kept = minutes.filter((m) => m >= this.rawHorizon).sort((a, b) => a - b)
-      const steps: [RollupLevel, string, [number, number][]][] = [
-        ['1m', this.marks.table, byDay(stretches(kept, MINUTE_MS, MINUTE_GAP_MS))],
-        ['1h', `${this.marks.table}_1m`, byDay(stretches(kept, HOUR_MS, HOUR_MS))],
-        ['1d', `${this.marks.table}_1h`, stretches(kept, DAY_MS)],
-      ]
-      for (const [level, source, ranges] of steps) {
-        for (const [from, to] of ranges) {
-          if (Date.now() - began > CYCLE_LIMIT_MS) return { minutes: 0, more: true }
-          await this.sql.unsafe(this.rollupSql(level, source, from, to))
-        }
-        if (!(await this.applied(`${this.marks.table}_${level}`))) return { minutes: 0, more: true }
-      }
-      if (Date.now() - began > CYCLE_LIMIT_MS) return { minutes: 0, more: true }
+      const done = await this.rollUp(minutes, began) && Date.now() - began <= this.pace.limitMs
+      this.pieceMinutes = nextPieceMinutes(size, Date.now() - began, pending.length > size, done, this.pace.targetMs)
+      if (!done) return { minutes: 0, more: true }
       await this.marks.records.query(`update reading_rollup_marks set refreshed_at = $3::timestamptz
         where store = $1 and minute = any(select timestamptz 'epoch' + m * interval '1 millisecond' from unnest($2::float8[]) as m)`, [this.marks.table, minutes, pending[0]!.began])
     }
     const [removed] = await this.marks.records.query<{ n: number }>(`with removed as (delete from reading_rollup_marks where store = $1 and refreshed_at >= marked_at + ${settle} returning 1)
       select count(*)::int as n from removed`, [this.marks.table, settleMs])
     await this.marks.changed(minutes.length + (removed?.n ?? 0))
-    return { minutes: minutes.length, more: minutes.length === MINUTES_PER_REFRESH }
+    return { minutes: minutes.length, more: pending.length > size }
+  }
+
+  /**
+   * Recomputes the minutes `minutes` (ms), then their hours and days, from what QuestDB holds once it has applied
+   * every write acknowledged before now; false once past the cycle limit counted from `began` (no statement is sent
+   * after it) or when QuestDB did not apply in time.
+   */
+  private async rollUp(minutes: number[], began: number): Promise<boolean> {
+    // Everything acknowledged before the marks were read is in the readings table's WAL by now: wait until applied.
+    if (!(await this.applied(this.marks.table))) return false
+    const kept = minutes.filter((m) => m >= this.rawHorizon).sort((a, b) => a - b)
+    const steps: [RollupLevel, string, [number, number][]][] = [
+      ['1m', this.marks.table, byDay(stretches(kept, MINUTE_MS, MINUTE_GAP_MS))],
+      ['1h', `${this.marks.table}_1m`, byDay(stretches(kept, HOUR_MS, HOUR_MS))],
+      ['1d', `${this.marks.table}_1h`, stretches(kept, DAY_MS)],
+    ]
+    for (const [level, source, ranges] of steps) {
+      for (const [from, to] of ranges) {
+        if (Date.now() - began > this.pace.limitMs) return false
+        await this.sql.unsafe(this.rollupSql(level, source, from, to))
+      }
+      if (!(await this.applied(`${this.marks.table}_${level}`))) return false
+    }
+    return true
   }
 
   /** Runs refresh() every REFRESH_EVERY_MS (at once again while more wait) until stop(). */

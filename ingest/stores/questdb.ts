@@ -334,6 +334,25 @@ function bucketColumns(filter: ReadingsFilter, spec: AggregationSpec): string {
     wanted('last_v', asked('last')), 'cast(last_ts as long) last_us'].join(', ')
 }
 
+/** The partitions (days) before today that latest() reads first (see there). */
+const LATEST_RECENT_DAYS = 1
+
+/** A double whose shortest text has 16 decimals: QuestDB must give it back as it is. */
+const DOUBLE_PROBE = 0.1234567890123456
+
+/**
+ * Reads go over /exec, whose JSON writes a double with `http.json.query.double.scale` decimals on QuestDB 7.x, 12 by
+ * default: 238.73999999999998 was read back as 238.739999999999, so a reading's value (or `last`) differed from what
+ * was written and from the SQL store's answer (test/http/readings-walks.test.ts found it on 7.4.2). 8.x and later write
+ * every double in full, as 7.x does at scale 19. Rather than answer altered values, the store does not open.
+ */
+async function requireExactDoubles(query: (text: string) => Promise<Values[]>): Promise<void> {
+  const [[answered] = []] = await query(`select ${DOUBLE_PROBE} v`)
+  if (Number(answered) !== DOUBLE_PROBE) {
+    throw new Error(`QuestDB writes doubles over /exec with too few decimals (${String(answered)} for ${DOUBLE_PROBE}), so readings would read back altered: on QuestDB 7.x set http.json.query.double.scale=19 in server.conf (or QDB_HTTP_JSON_QUERY_DOUBLE_SCALE=19); 8.x and later need nothing`)
+  }
+}
+
 /**
  * `catalogue` (in the records database) registers each series before its first reading is written: the server
  * always gives one; a tool or test that only writes and reads QuestDB may leave it out.
@@ -344,6 +363,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error('QUESTDB_TABLE must be a plain identifier')
   const writeIlp = await ilpReadingsWriter(config.questdbIlp!, table, catalogue && ((readings) => catalogue.idsOf(readings)))
   const query = questdbReader(ilpTarget(config.questdbIlp!), config.readingsQueries.connections, config.readingsQueries.timeoutMs + 1_000)
+  await requireExactDoubles(query)
   // PG wire makes the table and views, expires partitions and reads the series once at start; the readings queries
   // go over HTTP (questdbReader). The startup option statement_timeout is QuestDB's per-connection query timeout on
   // 7.4 and 9.x alike (SET statement_timeout is accepted and ignored).
@@ -477,11 +497,27 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       return halves.flat().slice(skip, wanted)
     },
     async latest(filter, limit, after?: LatestPosition, signal = NO_DEADLINE) {
-      const rows = await query(`select * from (
-          select ${RAW_COLUMNS} from ${table} where ${where(filter)} latest on ts partition by device_id, channel
+      const page = (window: ReadingsFilter) => query(`select * from (
+          select ${RAW_COLUMNS} from ${table} where ${where(window)} latest on ts partition by device_id, channel
         )${after ? ` where (${text('device_id')} > ${literal(after[0])} or (${text('device_id')} = ${literal(after[0])} and ${text('channel')} > ${literal(after[1])}))` : ''}
         order by device_id, channel limit ${limit}`, signal)
-      return rows.map(rawRow)
+      // LATEST ON walks the partitions back from the window's end until it has passed them all: it cannot know that
+      // no other series is further back, so a room's latest values read the whole table (4.2–4.9 s under the dense
+      // site's load, issue 57). Where every series the catalogue holds for the filter has a reading in the recent
+      // partitions (a site reporting live), the answer is the one over those partitions alone; otherwise the window
+      // is read whole, as before.
+      const recentFrom = Math.floor(Math.min(filter.to, Date.now()) / 86_400_000) * 86_400_000 - LATEST_RECENT_DAYS * 86_400_000
+      if (catalogue && filter.from < recentFrom && recentFrom < filter.to) {
+        const recent = { ...filter, from: recentFrom }
+        const [series, [found], rows] = await Promise.all([
+          catalogue.list(filter),
+          query(`select count() from (select device_id, channel from ${table} where ${where(recent)} latest on ts partition by device_id, channel)`, signal),
+          page(recent),
+        ])
+        const pairs = new Set(series.map((s) => `${s.device_id}\u0000${s.channel}`))
+        if (Number(found?.[0]) === pairs.size) return rows.map(rawRow)
+      }
+      return (await page(filter)).map(rawRow)
     },
     async ping() {
       // Both ways in: HTTP for the readings queries, PG wire for the tables and expiry.

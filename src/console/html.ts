@@ -81,6 +81,8 @@ table { width: 100%; border-collapse: collapse; font-size: .93rem; }
 th, td { text-align: left; padding: .45rem .4rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { color: var(--muted); font-weight: 600; }
 td code { white-space: nowrap; }
+pre { overflow-x: auto; padding: .6rem .75rem; background: #f0f2f0; border-radius: 6px; font-size: .85rem; }
+h3 { font-size: 1rem; margin: 1rem 0 .35rem; }
 .scroll { overflow-x: auto; }
 .muted { color: var(--muted); }
 .tag { display: inline-block; font-size: .78rem; background: #eef1ee; border-radius: 4px; padding: 0 .35rem; margin: 0 .2rem .2rem 0; }

@@ -18,7 +18,7 @@ import { planHasAccess, rateLimitFor } from '../plans.ts'
 import { DeviceCreate } from '../modules/sensors/index.ts'
 import { createDevice, getDevice, listDevices, presentDevice } from '../modules/sensors/service.ts'
 import { ASSET_PATH, CONSOLE_CSS, CONSOLE_JS, CONSOLE_PATH, FAVICON_SVG, Html, html, notice, page, type Frame } from './html.ts'
-import { activateBody, devicesBody, deviceBody, errorBody, keysBody, pairedBody, readingsChart, signInBody, unmappedChannels, type ChannelRowInput } from './pages.ts'
+import { activateBody, devicesBody, deviceBody, errorBody, keysBody, lineProtocolSnippets, pairedBody, readingsChart, signInBody, unmappedChannels, type ChannelRowInput } from './pages.ts'
 import { pathAndQueryOf } from '../http/request-url.ts'
 import { openStream, readingEvent } from '../streams/routes.ts'
 import {
@@ -311,7 +311,7 @@ export function consoleModule(deps: Deps) {
       // The header and the charts read the same list, so neither lags the other.
       const unmapped = unmappedChannels(device, points)
       const chart = holds(viewer, READINGS_SCOPE) ? readingsChart(points, window, unmapped) : notice('error', html`Your key lacks the <code>${READINGS_SCOPE}</code> scope, which readings need.`)
-      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody({ ...device, unmapped_channels: unmapped }, places, chart, holds(viewer, READINGS_SCOPE)) })
+      return respond(c, { title: row.name, nav: nav(viewer, 'devices'), body: deviceBody({ ...device, unmapped_channels: unmapped }, places, chart, lineProtocolSnippets(deps.config.publicUrl), holds(viewer, READINGS_SCOPE)) })
     }), { params: t.Object({ id: t.String() }), detail: { hide: true } })
 
     // The device page's live readings (src/streams/): the session's cookie admits it, as EventSource sends no key; the

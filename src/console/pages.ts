@@ -221,15 +221,36 @@ export function readingsChart(rows: readonly ChartPoint[], window: { from: numbe
 ${summary.map((l) => html`<tr><td><svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" fill="${l.color}"/></svg> ${l.channel}</td><td>${l.metric ?? html`<span class="muted">unmapped</span>`}</td><td>${round(l.last)}</td><td>${round(l.lo)} – ${round(l.hi)}</td></tr>`)}</tbody></table></div>`
 }
 
+/**
+ * How the tools a site already runs write to this device (README, "Readings from InfluxDB clients"): Telegraf, Home
+ * Assistant and curl, pointed at the service's public URL, with the device key's place marked (the console never has
+ * the key: it was shown once, at registration or to the device's own poll).
+ */
+export function lineProtocolSnippets(publicUrl: string): Html {
+  const url = new URL(publicUrl)
+  const tls = url.protocol === 'https:'
+  const port = url.port || (tls ? '443' : '80')
+  const base = publicUrl.replace(/\/$/, '')
+  const telegraf = `[[outputs.influxdb_v2]]\n  urls = ["${base}"]\n  token = "hrs_dev_…"        # this device's key\n  organization = "site"      # accepted, not read\n  bucket = "readings"        # accepted, not read\n  content_encoding = "gzip"`
+  const homeAssistant = `influxdb:\n  api_version: 2\n  host: ${url.hostname}\n  port: ${port}\n  ssl: ${tls}\n  token: hrs_dev_…           # this device's key\n  organization: site\n  bucket: readings`
+  const curl = `curl -i "${base}/api/v2/write?precision=s" -H "Authorization: Token $DEVICE_KEY" \\\n  --data-binary "weather,room=viv_1 temp=27.5,hum=61i $(date +%s)"`
+  return html`<section><h2>Send readings from InfluxDB tools</h2>
+<p class="muted">Collectors that write InfluxDB line protocol write here with this device's key in place of <code>hrs_dev_…</code>. Each series (measurement, tags, field) arrives as a channel of this device, unmapped until you map it.</p>
+<h3>Telegraf</h3><pre><code>${telegraf}</code></pre>
+<h3>Home Assistant (<code>configuration.yaml</code>)</h3><pre><code>${homeAssistant}</code></pre>
+<h3>curl</h3><pre><code>${curl}</code></pre></section>`
+}
+
 /** `live`: the page opens the device's readings stream (the viewer may read readings) and updates as they arrive. */
-export function deviceBody(device: PresentedDevice, places: Map<string, string>, chart: Html, live = false): Html {
+export function deviceBody(device: PresentedDevice, places: Map<string, string>, chart: Html, snippets: Html, live = false): Html {
   return html`<section><dl class="facts"><div><dt>Model</dt><dd>${device.model ?? '—'}</dd></div><div><dt>Hardware id</dt><dd>${device.hardware_id ?? '—'}</dd></div>
 <div data-last-seen><dt>Last seen</dt><dd>${when(device.last_seen_at)}</dd></div><div><dt>Unmapped channels</dt><dd>${tags(device.unmapped_channels)}</dd></div></dl></section>
 <section><h2>Channels</h2>${device.channels.length ? html`<table class="stack"><thead><tr><th>Channel</th><th>Metric</th><th>Unit</th><th>Environment</th></tr></thead><tbody>
 ${device.channels.map((c) => html`<tr><td data-label="Channel">${c.key}</td><td data-label="Metric">${c.metric ?? '—'}</td><td data-label="Unit">${c.unit ?? '—'}</td><td data-label="Environment">${c.environment_id ? places.get(c.environment_id) ?? c.environment_id : '—'}</td></tr>`)}</tbody></table>` : html`<p class="muted">None mapped.</p>`}</section>
 <section><h2>Latest readings</h2>${chart}</section>${live ? html`
 <section data-live="${CONSOLE_PATH}/devices/${device.id}/stream"><h2>Live</h2><p class="muted" data-live-state>Connecting…</p>
-<table><thead><tr><th>Channel</th><th>Value</th><th>At (UTC)</th></tr></thead><tbody></tbody></table></section>` : ''}`
+<table><thead><tr><th>Channel</th><th>Value</th><th>At (UTC)</th></tr></thead><tbody></tbody></table></section>` : ''}
+${snippets}`
 }
 
 export const errorBody = (message: string) => html`${notice('error', message)}<p><a href="${CONSOLE_PATH}/keys">Back to the console</a></p>`

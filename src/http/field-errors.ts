@@ -26,6 +26,8 @@ function lengthText(s: Schema, unit: string): string {
 
 /** What a value must be, as a phrase: "an integer from 1 to 200", "one of: male, female, unknown". */
 export function expectation(schema: Schema): string {
+  // A schema whose pattern says more than a person can read from it names what it accepts itself (an OpenAPI extension).
+  if (typeof schema['x-expected'] === 'string') return schema['x-expected']
   if (Array.isArray(schema.enum)) return `one of: ${schema.enum.join(', ')}`
   if (schema.const !== undefined) return JSON.stringify(schema.const)
   if (Array.isArray(schema.anyOf)) {

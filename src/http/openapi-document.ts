@@ -194,6 +194,10 @@ function onlyKeyParam(names: Set<string>): string {
 /** The Sensors tag's description: the HTTP endpoints below, and the MQTT transport beside them (ingest/mqtt.ts). */
 const SENSORS_TAG = `Sensor devices, headless pairing and the ingest endpoints for device keys.
 
+**InfluxDB line protocol** (an addition to the reference): \`POST /write\` (InfluxDB 1.x API) and \`POST /api/v2/write\` (2.x)
+at the root, where InfluxDB clients (Telegraf, Home Assistant, every InfluxDB client library) put them, take a device
+key as those clients send a credential and answer in InfluxDB's JSON shapes; each series becomes a channel of the device.
+
 **MQTT** (an addition to the reference; served where the operator sets \`MQTT_PORT\`, and \`MQTTS_PORT\` for TLS). MQTT 3.1.1
 and 5 with the device key as the password (the username is free, and 3.1.1 needs one); an unknown, revoked or expired key
 is refused at CONNECT as a bad user name or password (0x86; 3.1.1: 4), a personal key as not authorized (0x87; 3.1.1: 5),
@@ -388,6 +392,10 @@ export function buildOpenApiDocument(app: AnyElysia): Record<string, unknown> {
         personalTokenHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The personal access token in `X-API-Key` instead of `Authorization`; the same scopes apply.' },
         deviceKey: { type: 'http', scheme: 'bearer', description: 'Device key (`hrs_dev_…`): may only submit readings and read its own device.' },
         deviceKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The device key in `X-API-Key` instead of `Authorization`.' },
+        // InfluxDB's write endpoints (/write, /api/v2/write) take a device key where InfluxDB clients send a credential.
+        influxToken: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'The device key as `Authorization: Token <key>`, as InfluxDB clients send a token.' },
+        influxBasic: { type: 'http', scheme: 'basic', description: 'The device key as the password of HTTP Basic (InfluxDB 1.x clients\' username and password); the username is not read.' },
+        influxPasswordQuery: { type: 'apiKey', in: 'query', name: 'p', description: 'The device key as the `p` query parameter (InfluxDB 1.x\'s password parameter; kept out of logs).' },
         [DEVICE_KEY_QUERY_SCHEME]: { type: 'apiKey', in: 'query', name: onlyKeyParam(keyParams), description: 'The device key in the query string, for firmware that cannot set headers (kept out of logs). Prefer a header where the firmware can.' },
       }).filter(([name]) => usedSchemes.has(name))),
     },

@@ -481,6 +481,20 @@ describe('small things a person sees', () => {
     expect(page).toMatch(/\b0 devices · 0 animals/)
   })
 
+  test('a device page shows how Telegraf, Home Assistant and curl write to it, on the public URL, with the key\'s place marked', async () => {
+    const { token } = await consoleAccount()
+    const { cookie } = await signIn(token)
+    const device = await (await env.request('POST', '/api/v1/sensors/devices', { token, body: { name: 'Collector' } })).json()
+    const page = await (await get(`/console/devices/${device.id}`, cookie)).text()
+    const host = new URL(env.baseUrl)
+    expect(page).toContain(`[[outputs.influxdb_v2]]\n  urls = [&quot;${env.baseUrl}&quot;]`)
+    expect(page).toContain(`host: ${host.hostname}\n  port: ${host.port}\n  ssl: false`)
+    expect(page).toContain(`curl -i &quot;${env.baseUrl}/api/v2/write?precision=s&quot;`)
+    // The key itself is never on the page: it was shown once, at registration.
+    expect(page).not.toContain(device.key)
+    expect(page).toContain('hrs_dev_…')
+  })
+
   test('a device page right after its first readings shows it as seen, not "never"', async () => {
     const { token } = await consoleAccount()
     const { cookie } = await signIn(token)

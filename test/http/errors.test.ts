@@ -28,7 +28,10 @@ describe('RFC 9457 errors', () => {
     for (const path of ['/api/v1/environment/zones', '/api/v1/anything']) {
       const res = await env.request('POST', path, { token, body: {} })
       expect(res.headers.get('allow')).toBe('')
-      await problem(res, 405, 'method_not_allowed')
+      const body = await problem(res, 405, 'method_not_allowed')
+      // The empty Allow is explained, with the 404 a GET meets on the same path.
+      expect(body.detail).toContain('serves no method on this path, so the Allow header is empty and a GET here is 404')
+      await problem(await env.request('GET', path, { token }), 404, 'not_found')
     }
   })
 

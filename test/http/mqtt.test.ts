@@ -141,6 +141,19 @@ describe.each([4, 5] as const)('MQTT %s (MQTT.js)', (version) => {
     expect(await readingsOf(owner, device.id)).toHaveLength(1)
   })
 
+  test('the errors topic says how many readings were refused and whether any were stored (none: it says so)', async () => {
+    const { owner, device } = await setup()
+    const client = await connect(version, device.key)
+    await client.subscribeAsync(`devices/${device.id}/errors`, { qos: 1 })
+    const some = nextMessage(client, `devices/${device.id}/errors`)
+    await client.publishAsync(`devices/${device.id}/readings`, JSON.stringify({ readings: [{ channel: 't1', value: 1, ts: ts(0) }, { channel: 't1', value: 'warm' }, { channel: 't1', value: 'cold' }] }), { qos: 1 })
+    expect((await some).payload).toMatchObject({ code: 'rejected_readings', accepted: 1, message: '2 readings were refused; the other one was stored.' })
+    const none = nextMessage(client, `devices/${device.id}/errors`)
+    await client.publishAsync(`devices/${device.id}/readings`, JSON.stringify({ readings: [{ channel: 't1', value: 'warm' }] }), { qos: 1 })
+    expect((await none).payload).toMatchObject({ code: 'rejected_readings', accepted: 0, message: '1 reading was refused; none was stored.' })
+    expect(await readingsOf(owner, device.id)).toHaveLength(1)
+  })
+
   test('a malformed payload changes nothing and is reported on the errors topic (MQTT 5 also refuses it in the PUBACK)', async () => {
     const { owner, device } = await setup()
     const client = await connect(version, device.key)

@@ -55,6 +55,22 @@ describe('access log and metrics on a loopback HOST', () => {
     expect(text).toMatch(/^hrs_backend_up\{backend="(pglite|postgres)"\} 1$/m)
     expect(text).toContain('# TYPE hrs_http_request_duration_seconds histogram')
   })
+
+  test('GET /metrics: pending rollup marks and the age of the oldest, by store table', async () => {
+    // Marks as a QuestDB store's writes leave them (ingest/stores/questdb-rollups.ts): two for one table, the older
+    // last written 90 s ago; none for a table that has none.
+    await env.deps.database.query(`insert into reading_rollup_marks (store, minute, marked_at) values
+      ('hrs_metrics_probe', '2026-01-01T00:00:00Z', now() - interval '90 seconds'), ('hrs_metrics_probe', '2026-01-01T00:01:00Z', now())`)
+    const text = await (await env.request('GET', '/metrics')).text()
+    const value = (series: string) => Number(text.split('\n').find((line) => line.startsWith(series + ' '))?.slice(series.length + 1))
+    expect(value('hrs_rollup_marks_pending{store="hrs_metrics_probe"}')).toBe(2)
+    const age = value('hrs_rollup_marks_oldest_age_seconds{store="hrs_metrics_probe"}')
+    expect(age).toBeGreaterThanOrEqual(90)
+    expect(age).toBeLessThan(600)
+    expect(text).toContain('# TYPE hrs_rollup_marks_pending gauge')
+    await env.deps.database.query(`delete from reading_rollup_marks where store = 'hrs_metrics_probe'`)
+    expect(await (await env.request('GET', '/metrics')).text()).not.toContain('hrs_metrics_probe')
+  })
 })
 
 describe('GET /metrics on a public HOST', () => {

@@ -1,7 +1,9 @@
 // A start that cannot listen (issue 32): PORT or MQTT_PORT already taken (a system Mosquitto on 1883, a second
 // server) ends with one line naming the variable and the port, exit code 2 and no stack, like a bad variable.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
+import { join } from 'node:path'
 import { freePort, runProcess } from '../../bench/lib/processes.ts'
 import { tempDataDir } from '../process-helpers.ts'
 
@@ -47,4 +49,14 @@ describe('a port already in use', () => {
 test('a bad variable is one line too', async () => {
   const line = expectOneLine(await start({ PORT: 'eighty' }))
   expect(line).toContain('PORT must be an integer')
+})
+
+test('a second server on the same embedded data directory is one line too, naming DATA_DIR and the process holding it', async () => {
+  const dataDir = tempDataDir()
+  // A live process (this test's) holds the directory, as a first `npm start` does.
+  writeFileSync(join(dataDir, 'hrs.pid'), String(process.pid))
+  const line = expectOneLine(await start({ DATA_DIR: dataDir }))
+  expect(line).toStartWith(`DATA_DIR=${dataDir}: `)
+  expect(line).toContain(`in use by process ${process.pid}`)
+  rmSync(dataDir, { recursive: true, force: true })
 })

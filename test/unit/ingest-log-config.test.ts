@@ -18,3 +18,10 @@ test('the writer settings are read from the environment, and nonsense is refused
   expect(() => loadConfig({ ...base, INGEST_LOG_WRITER_BATCH_SIZE: '0' })).toThrow('INGEST_LOG_WRITER_BATCH_SIZE must be an integer ≥ 1')
   expect(() => loadConfig({ ...base, INGEST_LOG_WRITER_FLUSH_MS: 'soon' })).toThrow('INGEST_LOG_WRITER_FLUSH_MS must be an integer ≥ 0')
 })
+
+test('one lane and a 300 ms lane deadline unless told otherwise; nonsense is refused at the start', () => {
+  expect(loadConfig(base).ingestLog).toMatchObject({ lanes: 1, laneTimeoutMs: 300 })
+  expect(loadConfig({ ...base, INGEST_LOG_LANES: '3', INGEST_LOG_LANE_TIMEOUT_MS: '250' }).ingestLog).toMatchObject({ lanes: 3, laneTimeoutMs: 250 })
+  expect(() => loadConfig({ ...base, INGEST_LOG_LANES: '0' })).toThrow('INGEST_LOG_LANES must be an integer ≥ 1')
+  expect(() => loadConfig({ ...base, INGEST_LOG_LANE_TIMEOUT_MS: '5' })).toThrow('INGEST_LOG_LANE_TIMEOUT_MS must be an integer ≥ 10')
+})

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import type { BucketRow, Reading, ReadingsStore } from '../../ingest/stores/interface.ts'
 import { questdbStore } from '../../ingest/stores/questdb.ts'
+import { nextPieceMinutes, OwnRollups, RollupMarks } from '../../ingest/stores/questdb-rollups.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createTestEnv, dropQuestdbTable, waitFor, type TestEnv } from '../helpers.ts'
 
@@ -61,4 +62,85 @@ describe.skipIf(!admin || hasViews)('own rollups (QuestDB 7.4)', () => {
     expect(await marks()).toBe(0)
     expect(await daily()).toMatchObject([{ ts: DAY_ONE, count: 144, avg: 10 }])
   }, 120_000)
+})
+
+describe('the size of a refresh piece follows what pieces cost', () => {
+  test('doubles while full pieces are quick, scales down to the target when long, a quarter after giving up', () => {
+    expect(nextPieceMinutes(60, 1_000, true, true, 5_000)).toBe(120)
+    // Not full: all that waited was taken, nothing says a bigger piece is needed.
+    expect(nextPieceMinutes(60, 1_000, false, true, 5_000)).toBe(60)
+    expect(nextPieceMinutes(60, 3_000, true, true, 5_000)).toBe(60)
+    expect(nextPieceMinutes(600, 15_000, true, true, 5_000)).toBe(200)
+    expect(nextPieceMinutes(600, 25_000, true, false, 5_000)).toBe(150)
+    expect(nextPieceMinutes(2, 25_000, true, false, 5_000)).toBe(1)
+    expect(nextPieceMinutes(1, 60_000, true, false, 5_000)).toBe(1)
+    expect(nextPieceMinutes(40_000, 10, true, true, 5_000)).toBe(43_200)
+  })
+})
+
+// Issue 57: at 4,000 series a month of marks never fitted one refresh, and the backlog stood. Here 2,000 series over
+// two days are stored before the rollup tables exist (a 7.4 deployment upgraded), so every minute of the two days is
+// marked (2,871 marks), and refreshing must drain them, piece by piece, within a bound, to rollups equal to the raw rows.
+describe.skipIf(!admin || hasViews)('a backlog of days at thousands of series drains (QuestDB 7.4)', () => {
+  const table = `hrs_test_own_backlog_${Date.now().toString(36)}`
+  const SERIES_DEVICES = 500
+  const CHANNELS = ['t1', 't2', 'h1', 'h2']
+  const FIRST = Math.floor(Date.now() / DAY) * DAY - 3 * DAY
+  const STEP = 600_000
+  const readings: Reading[] = []
+  for (let ts = FIRST; ts < FIRST + 2 * DAY; ts += STEP) {
+    for (let d = 0; d < SERIES_DEVICES; d++) {
+      for (const channel of CHANNELS) readings.push({ accountId, deviceId: `dev_${d}`, channel, ts, value: ((ts / STEP + d * 7) % 97) / 4, metric: 'temperature', environmentId: `env_${d % 25}` })
+    }
+  }
+  let env: TestEnv
+  let sql: ReturnType<typeof postgres>
+
+  beforeAll(async () => {
+    env = await createTestEnv()
+    // Written without a records database: the table alone, no marks, as before an upgrade.
+    const writer = await questdbStore(loadConfig({}, { questdbIlp: QUESTDB_ILP, questdbPgUrl: QUESTDB_PG_URL, questdbTable: table }))
+    for (let i = 0; i < readings.length; i += 20_000) await writer.write(readings.slice(i, i + 20_000))
+    await writer.close()
+    await waitFor(async () => Number((await admin!.unsafe(`select count() n from ${table}`))[0]!.n) === readings.length, 120_000, 200)
+    sql = postgres(QUESTDB_PG_URL!, { max: 2, prepare: false, onnotice: () => {}, connection: { options: '-c statement_timeout=31000' } })
+  }, 240_000)
+  afterAll(async () => {
+    await sql?.end()
+    await dropQuestdbTable(admin!, table)
+    await env?.close()
+  })
+
+  test('every refresh that finishes records its piece, the marks only go down, and the rollups equal the raw rows', async () => {
+    const marks = new RollupMarks(env.deps.database, table)
+    const rollups = new OwnRollups(sql, marks, { '1m': 'day', '1h': 'day', '1d': 'month' })
+    await rollups.create()
+    const pending = async () => (await env.deps.database.query<{ n: number }>('select count(*)::int n from reading_rollup_marks where store = $1', [table]))[0]!.n
+    let left = await pending()
+    // Every minute from the first reading to the last.
+    expect(left).toBe((2 * DAY - STEP) / 60_000 + 1)
+    const began = Date.now()
+    const pieces: number[] = []
+    let gaveUp = 0
+    while (left > 0) {
+      expect(Date.now() - began).toBeLessThan(180_000)
+      const { minutes } = await rollups.refresh(0)
+      const now = await pending()
+      expect(now).toBeLessThanOrEqual(left)
+      if (minutes) {
+        pieces.push(minutes)
+        expect(now).toBeLessThan(left)
+      } else gaveUp++
+      left = now
+    }
+    console.log(`readings-own-rollups.test: 2,871 marks over 2,000 series drained in ${Date.now() - began} ms, ${pieces.length} pieces (${pieces.join(', ')}), ${gaveUp} given up`)
+    // The rollups hold every reading once, per series and day, as the raw table does.
+    const perDay = (source: string, count: string, sum: string) => admin!.unsafe<{ ts: Date; device_id: string; channel: string; n: number; s: number }[]>(
+      `select ts, device_id, channel, ${count} n, ${sum} s from ${source} sample by 1d align to calendar order by ts, device_id, channel`)
+    const raw = await perDay(table, 'count()', 'sum(value)')
+    const days = await perDay(`${table}_1d`, 'sum(cnt)', 'sum(sum_v)')
+    expect(raw).toHaveLength(2 * SERIES_DEVICES * CHANNELS.length)
+    expect(days.map((r) => [r.ts, r.device_id, r.channel, Number(r.n)])).toEqual(raw.map((r) => [r.ts, r.device_id, r.channel, Number(r.n)]))
+    for (let i = 0; i < raw.length; i++) expect(Math.abs(Number(days[i]!.s) - Number(raw[i]!.s))).toBeLessThan(1e-6)
+  }, 300_000)
 })

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import postgres from 'postgres'
-import { bucketOf, bucketPage, bucketsAfter, bucketsIn, INTERVALS, planCost, rawPage, type CatalogueScope } from '../../ingest/planner.ts'
+import { bucketOf, bucketPage, bucketsAfter, bucketsIn, INTERVALS, planQuery, rawPage, type CatalogueScope } from '../../ingest/planner.ts'
 import { SeriesCatalogue } from '../../ingest/series.ts'
 import { questdbStore } from '../../ingest/stores/questdb.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
@@ -246,14 +246,14 @@ describe('calendar buckets: numbering, counting and the cost bound', () => {
     expect(bucketsIn(at('2026-01-01T00:00:00Z'), at('2027-01-01T00:00:00Z'), '1mo')).toBe(12)
     expect(bucketsIn(at('2026-01-05T00:00:00Z'), at('2026-01-19T00:00:00Z'), '1w')).toBe(2)
     expect(bucketsIn(at('2026-01-05T00:00:00Z'), at('2026-01-19T00:00:01Z'), '1w')).toBe(3)
-    const limits = { maxBuckets: 2000, heavyRows: 100 }
+    const within = { limits: { maxBuckets: 2000, heavyRows: 100 }, levels: ['1m', '1h', '1d'] as const, retention: { rawDays: 0, minuteDays: 0, hourDays: 0, dayDays: 0 }, now: at('2026-01-01T00:00:00Z') }
     const from = at('2000-01-01T00:00:00Z')
     const to = at('2026-01-01T00:00:00Z')
     // 4 series × 9,497 days is over the limit; 4 × 1,358 weeks too; 4 × 312 months fit.
     let refusal: Record<string, unknown> | undefined
-    try { planCost({ kind: 'buckets', interval: '1d', fill: 'none' }, 4, from, to, limits) } catch (error) { refusal = (error as { extra?: { fields?: Record<string, unknown> } }).extra?.fields }
+    try { planQuery({ kind: 'buckets', interval: '1d', fill: 'none' }, 4, from, to, within) } catch (error) { refusal = (error as { extra?: { fields?: Record<string, unknown> } }).extra?.fields }
     expect(refusal).toMatchObject({ rows: 4 * 9497, buckets: 9497, suggested_interval: '1mo' })
-    expect(planCost({ kind: 'buckets', interval: '1mo', fill: 'null' }, 4, from, to, limits)).toEqual({ bound: 4 * 312, heavy: true })
+    expect(planQuery({ kind: 'buckets', interval: '1mo', fill: 'null' }, 4, from, to, within)).toEqual({ bound: 4 * 312, heavy: true })
   })
 })
 

@@ -3,6 +3,62 @@
  * Do not make direct changes to the file.
  */
 export interface paths {
+    "/write": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write line protocol (InfluxDB 1.x API)
+         * @description Line protocol, one point per line: `measurement[,tag=value…] field=value[,field=value…] [timestamp]` (InfluxDB's grammar: escapes, `i` and `u` integers, `t/f/true/false` booleans, quoted strings, comments, blank lines, CRLF), at most 1048576 bytes as sent and once gunzipped (`Content-Encoding: gzip` is taken) and 50000 readings; any Content-Type.
+         *
+         *     **Device key**: as `Authorization: Token <key>`, `Authorization: Bearer <key>`, HTTP Basic with the key as password (the username is not read), or the `p` query parameter. The device's account and rate limit apply as on POST /api/v1/sensors/readings.
+         *
+         *     **Series and channels**: each numeric or boolean field of a series (measurement, tag set, field) is a reading on one channel of the device. The channel is `measurement.field` when the series has no tags and both names are `A–Z a–z 0–9 _ -` within 32 characters; otherwise a readable prefix (measurement, tag values in key order, field; other characters as `_`, cut to 21) then `..` and 9 characters of the SHA-256 of the exact series, e.g. `_C.sensor.living_room..0ShN8t4BZ` for Home Assistant's `°C,domain=sensor,entity_id=living_room value=21.5`. A new series is an unmapped channel (listed in the device's `unmapped_channels`, its readings kept), mapped to a metric and environment like any channel. Booleans are 1 and 0; integers are kept as floats. String fields are not readings and not errors (Home Assistant sends attributes as strings beside `value`): they are skipped and counted in /metrics (`hrs_line_protocol_string_fields_total`).
+         *
+         *     **Timestamps**: in `precision` units (default nanoseconds), kept to the millisecond; a line without one takes the receive time. A series written twice at one millisecond in a body keeps the later value.
+         *
+         *     **Answers**: 204 once every reading is durable (as POST /api/v1/sensors/readings' 202: in the store, or in the ingest log). Bad lines do not cost the good ones: the good lines are stored, and the answer is 400 naming the bad ones (InfluxDB 1.x's partial write), which InfluxDB clients report and do not retry. Errors are InfluxDB's JSON bodies, which their clients read, with this API's problem members beside.
+         */
+        post: operations["influxV1Write"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/write": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write line protocol (InfluxDB 2.x API)
+         * @description Line protocol, one point per line: `measurement[,tag=value…] field=value[,field=value…] [timestamp]` (InfluxDB's grammar: escapes, `i` and `u` integers, `t/f/true/false` booleans, quoted strings, comments, blank lines, CRLF), at most 1048576 bytes as sent and once gunzipped (`Content-Encoding: gzip` is taken) and 50000 readings; any Content-Type.
+         *
+         *     **Device key**: as `Authorization: Token <key>`, `Authorization: Bearer <key>`, HTTP Basic with the key as password (the username is not read), or the `p` query parameter. The device's account and rate limit apply as on POST /api/v1/sensors/readings.
+         *
+         *     **Series and channels**: each numeric or boolean field of a series (measurement, tag set, field) is a reading on one channel of the device. The channel is `measurement.field` when the series has no tags and both names are `A–Z a–z 0–9 _ -` within 32 characters; otherwise a readable prefix (measurement, tag values in key order, field; other characters as `_`, cut to 21) then `..` and 9 characters of the SHA-256 of the exact series, e.g. `_C.sensor.living_room..0ShN8t4BZ` for Home Assistant's `°C,domain=sensor,entity_id=living_room value=21.5`. A new series is an unmapped channel (listed in the device's `unmapped_channels`, its readings kept), mapped to a metric and environment like any channel. Booleans are 1 and 0; integers are kept as floats. String fields are not readings and not errors (Home Assistant sends attributes as strings beside `value`): they are skipped and counted in /metrics (`hrs_line_protocol_string_fields_total`).
+         *
+         *     **Timestamps**: in `precision` units (default nanoseconds), kept to the millisecond; a line without one takes the receive time. A series written twice at one millisecond in a body keeps the later value.
+         *
+         *     **Answers**: 204 once every reading is durable (as POST /api/v1/sensors/readings' 202: in the store, or in the ingest log). Bad lines do not cost the good ones: the good lines are stored, and the answer is 400 naming the bad ones (InfluxDB 1.x's partial write), which InfluxDB clients report and do not retry. Errors are InfluxDB's JSON bodies, which their clients read, with this API's problem members beside.
+         */
+        post: operations["influxV2Write"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/errors/{code}": {
         parameters: {
             query?: never;
@@ -89,7 +145,7 @@ export interface paths {
         };
         /**
          * Metrics for Prometheus
-         * @description Request counts and latency histograms by route template and status, ingest queue depth, flush sizes and latency, readings-store errors, webhook backlog and attempt outcomes, and whether each backend answers. Open when the service listens on a loopback address (`HOST`); otherwise it needs `METRICS_TOKEN` as a bearer token (401 without it) and is 404 when no token is configured. Counters are per process.
+         * @description Request counts and latency histograms by route template and status, ingest queue depth, flush sizes and latency, readings-store errors, rollup marks pending and the age of the oldest, webhook backlog and attempt outcomes, and whether each backend answers. Open when the service listens on a loopback address (`HOST`); otherwise it needs `METRICS_TOKEN` as a bearer token (401 without it) and is 404 when no token is configured. Counters are per process.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -614,17 +670,22 @@ export interface paths {
          *     are plain decimals that read back to the same double (e.g. `21.5`, `-0.25`, `1e-7`); an empty field is null (an unmapped channel's
          *     metric, an empty bucket's aggregate). A field holding a comma, a double quote, CR or LF is enclosed in double quotes with inner quotes
          *     doubled; nothing else is quoted and nothing is escaped against spreadsheet formulas (values are data, sent as stored).
-         *     One response is one file of at most `limit` rows. When more rows follow, the response carries `Link: <…>; rel="next"` (RFC 8288; the
-         *     same request with the `cursor` for the next file) and `Next-Cursor`; without them this file is the last. A file of buckets ends at a bucket
-         *     boundary (the series, or metrics, in scope × whole buckets fit in `limit`), so it may hold fewer rows than `limit`, even none, while more follow. A cursor fixes the window, so
-         *     files follow on without gaps or repeats. A stream that breaks off (the store failed mid-file) ends without the chunked terminator, so the
-         *     client sees a transfer error rather than a short file. Errors are problem+json whatever the format.
+         *     One response is one file of at most `limit` rows (a reading stored while a file is being sent, before the file's last row, may make it longer:
+         *     it never falls between two files). When more rows follow, the response carries `Link: <…>; rel="next"` (RFC 8288; the
+         *     same request with the `cursor` for the next file) and `Next-Cursor`; without them this file is the last. A file holds the rows a JSON
+         *     page of the same `limit` would, from the same cursor: `limit` rows while more follow (of buckets, cut between the series or metrics of a
+         *     bucket where `limit` falls there), so walking files or pages, at any `limit`, gives every row once. A cursor fixes the window, so files follow
+         *     on without gaps or repeats. A file's first rows are read before its status line is sent: a refusal (429 `too_many_queries` over the
+         *     account's heavy queries, 422 `query_timeout`) is a problem document, never a 200 that breaks off. A stream that breaks off later (the store
+         *     failed mid-file, a deadline passed) ends without the chunked terminator, so the client sees a transfer error rather than a short file
+         *     (counted in `hrs_readings_csv_broken_total` on `/metrics`). Errors are problem+json whatever the format.
          *
          *     **What a query may cost** is known before it runs. A query with `interval` covers the series the filter matches
          *     (device and channel, under each metric and environment they were stored with; grouped by metric as well, since those are what it
          *     aggregates) times the buckets of the window (weeks and months counted as the calendar has them); at most
          *     1,000,000 rows (operator setting `READINGS_MAX_BUCKETS`), whatever the page size. Over it the answer is 422
-         *     `query_too_expensive` at once, with `max_rows`, `rows`, `series`, `buckets`, `suggested_interval` (the finest interval that fits) and
+         *     `query_too_expensive` at once, with `max_rows`, `rows`, `series`, `buckets`, `suggested_interval` (the finest coarser interval that is answered,
+         *     with `suggested_from` when the window must start on its grid for the rollups to answer it) and
          *     `max_window_seconds` (the longest window that fits at this interval). Each store query then runs for at most
          *     5 s (`READINGS_QUERY_TIMEOUT_MS`) and is cancelled in the store past it, or when the client goes away: 422
          *     `query_timeout`, saying what to narrow. Queries over 20,000 rows (`READINGS_HEAVY_ROWS`; raw pages and CSV
@@ -636,14 +697,20 @@ export interface paths {
          *     callers but speed. While a client walks a JSON listing (a request with `cursor` whose page has more, or the first page of a bucketed
          *     query that is not heavy), the page after it is read as it is sent and kept up to 5 s for the next request with that
          *     cursor and `limit`; likewise, once a CSV file whose listing has more has been read (an export, walked to its end, from its first file),
-         *     the start of the next file: a page or file may hold the readings as they were up to that long before it was asked for.
+         *     the start of the next file: a page or file may hold the readings as they were up to that long before it was asked for. Identical
+         *     questions asked at once (same account, window, filters, aggregation, page position and `limit`, as dashboards polling one room with the
+         *     same `from` and `to` ask) share one read of the store: a request joins a read begun at most 1 s before it, so its answer may
+         *     hold the readings as they were up to that long before, and is otherwise the answer of a read of its own (counted in
+         *     `hrs_readings_shared_reads_total` on `/metrics`). A window left to default ends at the moment asked, so it is a question of its own.
          *
          *     **Retention.** Raw readings are kept 90 days, minute rollups 365, hour rollups 1825, day rollups
          *     forever (operator settings `READINGS_RETENTION_DAYS`, `READINGS_MINUTE_ROLLUP_RETENTION_DAYS`,
          *     `READINGS_HOUR_ROLLUP_RETENTION_DAYS`, `READINGS_DAY_ROLLUP_RETENTION_DAYS`; 0 keeps forever; deployment-wide, not per account, since
          *     expiry drops whole partitions), each counted in whole UTC days back from today. A window that reaches before them is answered from the
          *     rollups where they answer it exactly (an `interval` that is a whole number of a kept level's buckets, from a `from` on its grid); otherwise
-         *     422 `beyond_retention` at once, naming the retention and an interval and `from` that fit (never a page that looks like no data). The
+         *     422 `beyond_retention` at once, naming the retention and an interval and `from` that fit (never a page that looks like no data).
+         *     Every `suggested_*` of a refusal is checked by the same planner before it is offered, against both the cost bound and retention:
+         *     the same query with them is answered; where no interval is, none is suggested. The
          *     latest readings (`latest=true`) are whatever the store still holds. On QuestDB rollups are materialized views (8.3.1 on), on 7.4 tables the service keeps.
          */
         get: operations["queryReadings"];
@@ -2403,6 +2470,283 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    influxV1Write: {
+        parameters: {
+            query?: {
+                /** @description Accepted and not read: the device key decides the account and device. */
+                db?: string;
+                /** @description Accepted and not read: retention follows the account. */
+                rp?: string;
+                /** @description The timestamps' unit: `n`, `ns`, `u`, `µ`, `ms`, `s`, `m`, `h` (default `ns`). */
+                precision?: string;
+                /** @description Username: not read. */
+                u?: string;
+                /** @description The device key, for clients that send credentials in the query (kept out of logs). */
+                p?: string;
+                /** @description Accepted and not read. */
+                consistency?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every line stored. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Lines that break the grammar, or whose timestamp lies before 2000 or more than 5 minutes ahead; a bad `precision`; a body that is not UTF-8 or not gzip. Every other line of the body was stored (InfluxDB 1.x's partial write): the answer names up to 10 refused lines with their line numbers, and `dropped=N`. A client retrying it changes nothing: readings are unique on device, channel and ts. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No device key, or a malformed, unknown, revoked or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A personal token (these endpoints take a device key), or an account whose plan has no API access. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is over 1048576 bytes as sent or once gunzipped, or carries over 50000 readings. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A Content-Encoding other than gzip or identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Over the device key's rate limit (the same count as POST /api/v1/sensors/readings); Retry-After says when to retry. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            500: components["responses"]["InternalError"];
+            /** @description The readings store (or ingest log) cannot take the readings now; nothing was stored; Retry-After says when to retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What InfluxDB 1.x clients read: the reason, e.g. `partial write: unable to parse 'cpu v=1 abc' (line 2): invalid timestamp "abc" dropped=1`. */
+                        error: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    influxV2Write: {
+        parameters: {
+            query?: {
+                /** @description Accepted and not read: the device key decides the account. */
+                org?: string;
+                /** @description Accepted and not read. */
+                orgID?: string;
+                /** @description Accepted and not read: the device key decides the device. */
+                bucket?: string;
+                /** @description The timestamps' unit: `ns`, `us`, `ms`, `s` (default `ns`). */
+                precision?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every line stored. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "API-Version": components["headers"]["API-Version"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Lines that break the grammar, or whose timestamp lies before 2000 or more than 5 minutes ahead; a bad `precision`; a body that is not UTF-8 or not gzip. Every other line of the body was stored (InfluxDB 1.x's partial write): the answer names up to 10 refused lines with their line numbers, and `dropped=N`. A client retrying it changes nothing: readings are unique on device, channel and ts. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No device key, or a malformed, unknown, revoked or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A personal token (these endpoints take a device key), or an account whose plan has no API access. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The body is over 1048576 bytes as sent or once gunzipped, or carries over 50000 readings. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A Content-Encoding other than gzip or identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Over the device key's rate limit (the same count as POST /api/v1/sensors/readings); Retry-After says when to retry. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            500: components["responses"]["InternalError"];
+            /** @description The readings store (or ingest log) cannot take the readings now; nothing was stored; Retry-After says when to retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description InfluxDB 2's code: `invalid`, `unauthorized`, `forbidden`, `request too large`, `unsupported media type`, `too many requests`, `unavailable`, `internal error`. */
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     getErrorType: {
         parameters: {
             query?: never;
@@ -3938,7 +4282,7 @@ export interface operations {
                  *     was stored. `fill` gives every bucket to every metric with a reading in the window. Rows are ordered by bucket, then metric.
                  */
                 group_by?: "series" | "metric";
-                /** @description With `interval`: comma-separated aggregates (default avg). */
+                /** @description With `interval`: comma-separated aggregates (default avg). `avg` is the sum of a bucket's readings ÷ their count, its partial sums (per series, per rollup bucket or run of readings) added in one fixed order (series, then time) on the SQL store, so the same question gives the same digits whatever the page size or format. */
                 agg?: string;
                 /** @description With `interval`: `none` (default) lists only buckets holding readings; `null` and `previous` list every bucket of the window for every series with a reading in the window, so gaps show. An empty bucket has `count` 0 and its other aggregates absent (`null`) or carried from the series' latest earlier bucket in the window (`previous`; absent before its first reading); its `metric` and `environment_id` are those of that earlier bucket. */
                 fill?: "none" | "null" | "previous";

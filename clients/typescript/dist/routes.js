@@ -60,6 +60,8 @@ export const NOT_COVERED = {
     getMetrics: 'Prometheus, outside /api/v1',
     submitPing: 'constrained firmware: the device key travels in the query string',
     submitPingForm: 'constrained firmware: the device key travels in the form',
+    influxV1Write: 'InfluxDB clients (line protocol), outside /api/v1',
+    influxV2Write: 'InfluxDB clients (line protocol), outside /api/v1',
     getOpenApiDocument: 'the document these types are generated from',
     getDocsPage: 'an HTML page',
 };

@@ -46,7 +46,26 @@ export async function readBody(request: Request): Promise<string> {
     return request.text()
   }
   if (!request.body) return ''
-  const reader = request.body.getReader()
+  return (await readChunks(request.body, tooLarge)).toString('utf8')
+}
+
+/**
+ * The same cap for a body read as bytes (one that may be compressed: line protocol's gzip), refused with `refuse`,
+ * which may word the 413 for its own clients.
+ */
+export async function readBodyBytes(request: Request, refuse: (announced?: number) => Error = tooLarge): Promise<Uint8Array> {
+  const length = request.headers.get('content-length')
+  if (length !== null) {
+    if (Number(length) > MAX_BODY_BYTES) throw refuse(Number(length))
+    return new Uint8Array(await request.arrayBuffer())
+  }
+  if (!request.body) return new Uint8Array()
+  return readChunks(request.body, refuse)
+}
+
+/** A body without Content-Length (chunked), counted as it arrives and refused once past the cap. */
+async function readChunks(body: ReadableStream<Uint8Array>, refuse: () => Error): Promise<Buffer> {
+  const reader = body.getReader()
   const chunks: Uint8Array[] = []
   let size = 0
   for (;;) {
@@ -55,9 +74,9 @@ export async function readBody(request: Request): Promise<string> {
     size += value.byteLength
     if (size > MAX_BODY_BYTES) {
       reader.cancel().catch(() => {})
-      throw tooLarge()
+      throw refuse()
     }
     chunks.push(value)
   }
-  return Buffer.concat(chunks).toString('utf8')
+  return Buffer.concat(chunks)
 }

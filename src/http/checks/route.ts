@@ -7,7 +7,9 @@ export function checkRoute(state: RequestState, method: string, path: string, ma
   if (match.kind === 'none') {
     // A write to a path v1 does not serve is a write v1 does not include (CONTRACT §5): 405, no methods allowed.
     if (method === 'GET' || method === 'HEAD') throw new ApiError('not_found', `No route ${method} ${path}.`)
-    throw new ApiError('method_not_allowed', `${method} is not part of API v1 on ${path}.`, { headers: { allow: '' } })
+    // The Allow header is empty (RFC 9110 §10.2.1: no method is served there), which a person may take for a missing
+    // header: the detail says so, and why GET is a 404 on the same path.
+    throw new ApiError('method_not_allowed', `${method} is not part of API v1 on ${path}: API v1 serves no method on this path, so the Allow header is empty and a GET here is 404. The reference lists what v1 serves (GET /api/v1/openapi.json).`, { headers: { allow: '' } })
   }
   if (match.kind === 'method') {
     throw new ApiError('method_not_allowed', `${method} is not allowed on ${path}; allowed: ${match.allow}.`, { headers: { allow: match.allow } })

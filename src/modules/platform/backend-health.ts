@@ -46,7 +46,8 @@ export class BackendHealth {
     if (!ingest?.log) return probed
     return {
       ...probed,
-      ingest_log: ingest.log.connected() ? 'ok' : 'down',
+      // Ready while some lane takes appends (with one lane: while connected, as it always was).
+      ingest_log: ingest.log.writable() ? 'ok' : 'down',
       ...(ingest.writer ? { readings_writer: ingest.writer.state(lagBoundMs) } : {}),
     }
   }

@@ -25,12 +25,24 @@ export function metricsModule(deps: Deps, health: BackendHealth) {
     const [row] = await deps.database.query<{ pending: number | string }>(`select count(*) as pending from webhook_deliveries where status = 'pending'`)
     return [{ value: Number(row?.pending ?? 0) }]
   })
+  // The rollup marks (ingest/stores/questdb-rollups.ts): minutes written to a QuestDB store and not yet known to be in
+  // its rollups, whose days are read raw meanwhile. A backlog that does not shrink means queries keep reading raw.
+  const marks = () => deps.database.query<{ store: string; pending: number; oldest: number }>(`select store, count(*)::int as pending,
+    extract(epoch from now() - min(marked_at))::float8 as oldest from reading_rollup_marks group by store`)
+  metrics.registry.gauge('hrs_rollup_marks_pending', 'Minutes marked as written to a QuestDB readings store and not yet in its rollups (all processes: read from the database), by store table.', ['store'], async () =>
+    (await marks()).map((r) => ({ labels: [r.store], value: Number(r.pending) })))
+  metrics.registry.gauge('hrs_rollup_marks_oldest_age_seconds', 'Age of the oldest pending rollup mark (since its minute was last written), by store table.', ['store'], async () =>
+    (await marks()).map((r) => ({ labels: [r.store], value: Number(r.oldest) })))
   const log = deps.ingest.log
   if (log) {
-    metrics.registry.gauge('hrs_ingest_log_pending_messages', 'Messages in the ingest log not yet stored by a writer (all writers: read from JetStream), waiting or being written.', [], async () => {
-      const info = await log.jsm.consumers.info(log.config.stream, WRITER_CONSUMER)
-      return [{ value: info.num_pending + info.num_ack_pending }]
+    metrics.registry.gauge('hrs_ingest_log_pending_messages', 'Messages in the ingest log not yet stored by a writer (all writers, every lane that answers: read from JetStream), waiting or being written.', [], async () => {
+      // A lane without a leader does not answer (for seconds, while JetStream elects one): the others are counted.
+      const infos = await Promise.allSettled(log.lanes.map((lane) => log.jsm.consumers.info(lane.stream, WRITER_CONSUMER)))
+      if (!infos.some((i) => i.status === 'fulfilled')) throw (infos[0] as PromiseRejectedResult).reason
+      return [{ value: infos.reduce((sum, i) => sum + (i.status === 'fulfilled' ? i.value.num_pending + i.value.num_ack_pending : 0), 0) }]
     })
+    metrics.registry.gauge('hrs_ingest_log_lane_up', 'Per lane of the ingest log: 1 while this process appends to it, 0 from a failed append until its leader answers again.', ['lane'],
+      () => log.lanes.map((lane) => ({ labels: [lane.stream], value: lane.up ? 1 : 0 })))
   }
   metrics.registry.gauge('hrs_backend_up', '1 when the backend answered its last ping within 2 s, 0 when it did not.', ['backend'], async () =>
     Object.entries(await health.current()).map(([backend, state]) => ({ labels: [backend], value: state === 'ok' ? 1 : 0 })))
@@ -53,7 +65,7 @@ export function metricsModule(deps: Deps, health: BackendHealth) {
       detail: op({
         operationId: 'getMetrics',
         summary: 'Metrics for Prometheus',
-        description: 'Request counts and latency histograms by route template and status, ingest queue depth, flush sizes and latency, readings-store errors, webhook backlog and attempt outcomes, and whether each backend answers. Open when the service listens on a loopback address (`HOST`); otherwise it needs `METRICS_TOKEN` as a bearer token (401 without it) and is 404 when no token is configured. Counters are per process.',
+        description: 'Request counts and latency histograms by route template and status, ingest queue depth, flush sizes and latency, readings-store errors, rollup marks pending and the age of the oldest, webhook backlog and attempt outcomes, and whether each backend answers. Open when the service listens on a loopback address (`HOST`); otherwise it needs `METRICS_TOKEN` as a bearer token (401 without it) and is 404 when no token is configured. Counters are per process.',
         tags: ['Platform'], auth: 'public', errors: [401, 404],
       }),
     })

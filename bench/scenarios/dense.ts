@@ -1,0 +1,214 @@
+// A dense site (issue 57): devices × 4 channels over environments, days of one reading per channel per minute loaded
+// through POST /sensors/readings, then for the measured window at once: every device posting its 4 channels every
+// 10 s, dashboard users each asking every 5 s for one environment's last 24 h in 5-minute averages (walked to its last
+// page) and its latest values, and one integrator exporting the whole window hourly as CSV. Reports what the issue
+// asks: dashboards answered and their walk p99, latest p99, the export's time and refusals, ingest ack p99 and
+// acknowledged = stored, the rollup marks before and after and how long they took to drain, and one dashboard answer
+// checked against the raw rows (its counts). Scaled by BENCH_DENSE_DEVICES (1000), BENCH_DENSE_ENVIRONMENTS (25),
+// BENCH_DENSE_DAYS (7), BENCH_DENSE_DASHBOARDS (50) and --duration (the phase, seconds; the issue's is 120);
+// --store sql|questdb.
+import postgres from 'postgres'
+import { newId } from '../../src/ids.ts'
+import { dropTable, exec, freshTableName, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, questdbSetup, waitForCount } from '../lib/questdb.ts'
+import { API, call, onRecordsServer } from '../lib/records.ts'
+import { line, type Line, type Scenario } from '../lib/report.ts'
+import { createDevices, inParallel, metricOf } from '../lib/setup.ts'
+
+const NAME = 'dense'
+const CHANNELS = 4
+const MINUTE = 60_000
+const DAY = 86_400_000
+const FIVE_MINUTES = 5 * MINUTE
+const PAGE = 10_000
+
+const quantile = (values: number[], q: number) => {
+  if (!values.length) return NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
+}
+const num = (name: string, fallback: number) => Number(process.env[name] || fallback)
+
+export const dense: Scenario = async (ctx) => {
+  if (ctx.options.target) return { lines: [], details: {}, skipped: 'needs a local server (it loads days of readings and reads the store directly)' }
+  const store = ctx.options.store ?? 'sql'
+  if (store === 'questdb' && !(await questdbAnswers())) return { lines: [], details: {}, skipped: `--store questdb: no QuestDB answers at ${QUESTDB_HTTP}` }
+  const devicesCount = num('BENCH_DENSE_DEVICES', 1000)
+  const environmentsCount = num('BENCH_DENSE_ENVIRONMENTS', 25)
+  const days = num('BENCH_DENSE_DAYS', 7)
+  const dashboards = num('BENCH_DENSE_DASHBOARDS', 50)
+  const seconds = ctx.seconds
+  const table = store === 'questdb' ? freshTableName('dense') : undefined
+  const env: Record<string, string> = { DEVICE_RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_MINUTE: '1000000', READINGS_RETENTION_DAYS: '0', ...(table ? { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table } : {}) }
+  try {
+    return await onRecordsServer(ctx, `${NAME}-${store}`, { demo: false, bare: false, env }, async ({ api, local }) => {
+      const { database, accountId } = local!
+      const records = postgres(database.url, { max: 2, onnotice: () => {} })
+      try {
+        const environments = Array.from({ length: environmentsCount }, () => newId('environment'))
+        for (const [i, id] of environments.entries()) await records.unsafe(`insert into environments (id, account_id, name, kind) values ($1, $2, $3, 'room')`, [id, accountId, `Room ${i}`])
+        ctx.log(`${NAME} (${store}): ${devicesCount} devices × ${CHANNELS} channels over ${environmentsCount} environments…`)
+        const devices = await createDevices(api.baseUrl, api.token, devicesCount, CHANNELS, 8)
+        await inParallel(devices.length, 8, async (i) => {
+          await call(api, 'PATCH', `${API}/sensors/devices/${devices[i]!.id}`, { body: { channels: Array.from({ length: CHANNELS }, (_, c) => ({ key: `c${c}`, metric: metricOf(c), environment_id: environments[i % environmentsCount] })) }, headers: { 'content-type': 'application/merge-patch+json' } })
+        })
+        const now = Math.floor(Date.now() / MINUTE) * MINUTE
+        const from = now - days * DAY
+        const minutes = days * 1440
+        const total = devicesCount * CHANNELS * minutes
+        ctx.log(`${NAME} (${store}): loading ${total.toLocaleString('en-US')} readings (${days} days) through POST /sensors/readings…`)
+        const loadStarted = performance.now()
+        const stepsPerRequest = 1250
+        const requestsPerDevice = Math.ceil(minutes / stepsPerRequest)
+        await inParallel(devicesCount * requestsPerDevice, 8, async (i) => {
+          const device = devices[i % devicesCount]!
+          const first = Math.floor(i / devicesCount) * stepsPerRequest
+          const readings = []
+          for (let step = first; step < Math.min(minutes, first + stepsPerRequest); step++) {
+            for (let c = 0; c < CHANNELS; c++) readings.push({ channel: `c${c}`, value: Math.round((20 + c * 10 + 5 * Math.sin(step / 360 + i)) * 100) / 100, ts: from + step * MINUTE })
+          }
+          const res = await fetch(`${api.baseUrl}${API}/sensors/readings`, { method: 'POST', headers: { authorization: `Bearer ${device.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ readings }) })
+          if (res.status !== 202) throw new Error(`${NAME}: POST /sensors/readings answered ${res.status}: ${await res.text()}`)
+          await res.arrayBuffer()
+        })
+        const loadMs = performance.now() - loadStarted
+        if (table) await waitForCount(table, total, 600_000)
+        const marks = async () => Number((await records.unsafe(`select count(*) n from reading_rollup_marks`))[0]!.n)
+        const marksBefore = await marks()
+
+        // The phase: everything at once for `seconds`.
+        const phaseStart = Date.now()
+        const phaseEnd = phaseStart + seconds * 1000
+        const acks: number[] = []
+        let acknowledged = 0
+        let ingestFailures = 0
+        const ingest = (async () => {
+          // Every device every 10 s, spread evenly over the 10 s.
+          const spacing = 10_000 / devicesCount
+          const inFlight: Promise<void>[] = []
+          for (let round = 0; Date.now() < phaseEnd; round++) {
+            for (let d = 0; d < devicesCount && Date.now() < phaseEnd; d++) {
+              const due = phaseStart + round * 10_000 + d * spacing
+              const wait = due - Date.now()
+              if (wait > 0) await Bun.sleep(wait)
+              const ts = Date.now()
+              inFlight.push((async () => {
+                const sent = performance.now()
+                const res = await fetch(`${api.baseUrl}${API}/sensors/readings`, { method: 'POST', headers: { authorization: `Bearer ${devices[d]!.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ readings: Array.from({ length: CHANNELS }, (_, c) => ({ channel: `c${c}`, value: c + 0.5, ts })) }) }).catch(() => undefined)
+                if (res?.status === 202) { acks.push(performance.now() - sent); acknowledged += CHANNELS } else ingestFailures++
+                await res?.arrayBuffer()
+              })())
+            }
+          }
+          await Promise.all(inFlight)
+        })()
+        const dashboardWalks: number[] = []
+        const latestTimes: number[] = []
+        const dashboardStatuses: Record<string, number> = {}
+        const latestStatuses: Record<string, number> = {}
+        const count = (into: Record<string, number>, status: number | string) => { into[status] = (into[status] ?? 0) + 1 }
+        const dashboard = async (user: number) => {
+          await Bun.sleep((user * 5000) / dashboards)
+          for (let ask = 0; Date.now() < phaseEnd; ask++) {
+            const started = Date.now()
+            const room = environments[(user + ask) % environmentsCount]!
+            // As a dashboard asks: a window on the 5-minute grid, the same for everyone asking in those 5 minutes.
+            const to = Math.floor(started / FIVE_MINUTES) * FIVE_MINUTES + FIVE_MINUTES
+            const path = `${API}/environment/readings?environment_id=${room}&from=${new Date(to - DAY).toISOString()}&to=${new Date(to).toISOString()}&interval=5m&agg=avg&limit=${PAGE}`
+            await Promise.all([
+              (async () => {
+                const t = performance.now()
+                let cursor: string | null = null
+                let status = 200
+                do {
+                  const res: Response | undefined = await fetch(`${api.baseUrl}${cursor ? `${path}&cursor=${encodeURIComponent(cursor)}` : path}`, { headers: { authorization: `Bearer ${api.token}` } }).catch(() => undefined)
+                  status = res?.status ?? 0
+                  const body: { next_cursor: string | null } | undefined = status === 200 ? (await res!.json()) as { next_cursor: string | null } : (await res?.arrayBuffer(), undefined)
+                  cursor = body?.next_cursor ?? null
+                } while (cursor && status === 200)
+                count(dashboardStatuses, status)
+                if (status === 200) dashboardWalks.push(performance.now() - t)
+              })(),
+              (async () => {
+                const t = performance.now()
+                const res = await fetch(`${api.baseUrl}${API}/environment/readings?environment_id=${room}&latest=true&limit=1000`, { headers: { authorization: `Bearer ${api.token}` } }).catch(() => undefined)
+                await res?.arrayBuffer()
+                count(latestStatuses, res?.status ?? 0)
+                if (res?.status === 200) latestTimes.push(performance.now() - t)
+              })(),
+            ])
+            const wait = started + 5000 - Date.now()
+            if (wait > 0) await Bun.sleep(wait)
+          }
+        }
+        const exportStatuses: Record<string, number> = {}
+        let exportRows = 0
+        let exportMs = NaN
+        const exporter = (async () => {
+          const t = performance.now()
+          const path = `${API}/environment/readings?from=${new Date(from).toISOString()}&to=${new Date(now).toISOString()}&interval=1h&agg=avg&format=csv&limit=1000000`
+          let cursor: string | null = null
+          // A file refused 429 is asked again after a second (counted), as an integrator's client retries.
+          for (let tries = 0; tries < 600; tries++) {
+            const res: Response = await fetch(`${api.baseUrl}${cursor ? `${path}&cursor=${encodeURIComponent(cursor)}` : path}`, { headers: { authorization: `Bearer ${api.token}` } })
+            count(exportStatuses, res.status)
+            if (res.status === 429) { await res.arrayBuffer(); await Bun.sleep(1000); continue }
+            if (res.status !== 200) { await res.arrayBuffer(); break }
+            exportRows += (await res.text()).split('\r\n').length - 2
+            cursor = res.headers.get('next-cursor')
+            if (!cursor) break
+          }
+          exportMs = performance.now() - t
+        })()
+        await Promise.all([ingest, exporter, ...Array.from({ length: dashboards }, (_, u) => dashboard(u))])
+        const phaseMs = Date.now() - phaseStart
+
+        // Acknowledged = stored: the readings written during the phase.
+        let stored: number
+        if (table) stored = (await waitForCount(table, total + acknowledged, 120_000)).count - total
+        else stored = Number((await records.unsafe(`select count(*) n from sensor_readings where account_id = $1 and ts >= $2`, [accountId, new Date(phaseStart - 1000).toISOString()]))[0]!.n)
+        const marksAfterPhase = await marks()
+        const drainStarted = Date.now()
+        while ((await marks()) > 0 && Date.now() - drainStarted < 180_000) await Bun.sleep(1000)
+        const marksLeft = await marks()
+        const drainMs = Date.now() - drainStarted
+        const metricsText = await (await fetch(`${api.baseUrl}/metrics`)).text().catch(() => '')
+        const sharedReads = Number(/^hrs_readings_shared_reads_total (\S+)$/m.exec(metricsText)?.[1] ?? 0)
+
+        // One environment's last day, by the API (counts) and by the raw rows: every reading counted once.
+        const room = environments[0]!
+        const to = Math.floor(Date.now() / FIVE_MINUTES) * FIVE_MINUTES
+        let apiCount = 0
+        let cursor: string | null = null
+        const check = `${API}/environment/readings?environment_id=${room}&from=${new Date(to - DAY).toISOString()}&to=${new Date(to).toISOString()}&interval=5m&agg=count&limit=${PAGE}`
+        do {
+          const page = await call(api, 'GET', cursor ? `${check}&cursor=${encodeURIComponent(cursor)}` : check)
+          for (const row of page.json.data as { count: number }[]) apiCount += row.count
+          cursor = page.json.next_cursor
+        } while (cursor)
+        const rawCount = table
+          ? Number((await exec(`select count() from ${table} where environment_id = '${room}' and ts >= '${new Date(to - DAY).toISOString()}' and ts < '${new Date(to).toISOString()}'`, 120_000)).dataset?.[0]?.[0])
+          : Number((await records.unsafe(`select count(*) n from sensor_readings where environment_id = $1 and ts >= $2 and ts < $3`, [room, new Date(to - DAY).toISOString(), new Date(to).toISOString()]))[0]!.n)
+
+        const asked = Object.values(dashboardStatuses).reduce((a, b) => a + b, 0)
+        const answered = dashboardStatuses['200'] ?? 0
+        const latestAsked = Object.values(latestStatuses).reduce((a, b) => a + b, 0)
+        const setup = table ? await questdbSetup() : undefined
+        const scale = `${devicesCount} devices, ${environmentsCount} environments, ${days} days (${total.toLocaleString('en-US')} readings), ${dashboards} dashboards, ${seconds} s${setup ? `; ${setup}` : ''}`
+        const lines: Line[] = [
+          line(NAME, `dashboards answered (${store}), %`, asked ? (100 * answered) / asked : 0, undefined, '%', undefined, 'target', `${answered} of ${asked} (${JSON.stringify(dashboardStatuses)}); target ≥ 99 %; ${scale}`),
+          line(NAME, `dashboard walk p99 (${store})`, quantile(dashboardWalks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(dashboardWalks, 0.5).toFixed(0)} ms; target < 1000 ms; identical reads shared: ${sharedReads}`),
+          line(NAME, `latest p99 (${store})`, quantile(latestTimes, 0.99), undefined, 'ms', undefined, 'target', `${latestStatuses['200'] ?? 0} of ${latestAsked} answered (${JSON.stringify(latestStatuses)}); p50 ${quantile(latestTimes, 0.5).toFixed(1)} ms; target < 100 ms`),
+          line(NAME, `export ${days} days hourly, all environments, CSV (${store})`, exportMs, undefined, 'ms', undefined, 'target', `${exportRows} rows; statuses ${JSON.stringify(exportStatuses)}; target: no 429 or timeout`),
+          line(NAME, `ingest ack p99 during the phase (${store})`, quantile(acks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(acks, 0.5).toFixed(1)} ms, max ${quantile(acks, 1).toFixed(0)} ms; ${acknowledged} acknowledged, ${stored} stored, ${ingestFailures} failed; target < 250 ms and acknowledged = stored`),
+          line(NAME, `rollup marks drained after the phase (${store})`, drainMs, undefined, 'ms', undefined, 'target', `marks ${marksBefore} before the phase, ${marksAfterPhase} after it, ${marksLeft} left after ${(drainMs / 1000).toFixed(0)} s; target: drained within 120 s`),
+          line(NAME, `one environment's last day: API counts = raw rows (${store})`, apiCount === rawCount ? 1 : 0, undefined, 'bool', undefined, 'target', `API ${apiCount}, raw ${rawCount}`),
+        ]
+        return { lines, details: { store, ...(setup ? { questdb: setup } : {}), devices: devicesCount, environments: environmentsCount, days, dashboards, seconds, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), phaseMs, dashboardStatuses, latestStatuses, exportStatuses, exportRows, exportMs, acknowledged, stored, ingestFailures, marksBefore, marksAfterPhase, marksLeft, drainMs, sharedReads, apiCount, rawCount } }
+      } finally {
+        await records.end()
+      }
+    })
+  } finally {
+    if (table) await dropTable(table)
+  }
+}

@@ -1,0 +1,104 @@
+// Line protocol into our v2 endpoint (issue 58): the ingest-questdb load (128 devices × 100 readings a request,
+// closed loop) sent as InfluxDB line protocol to our `POST /api/v2/write` (each device with its key), beside
+// InfluxDB 1.6's own `/write` (a private influxd on loopback, lib/influx.ts) taking the same bodies, and beside the
+// same readings as JSON to `POST /api/v1/sensors/readings` on the same server: three rounds, each ours-JSON,
+// ours-line-protocol, InfluxDB's, taking turns (one after the other the sides drift by a sixth on this box, see
+// ingest-questdb's influxRounds). Lines: readings/s ÷ InfluxDB (target ≥ 1.3), the median of the rounds' ratios;
+// server CPU per reading, line protocol beside JSON. On QuestDB when one answers (the target's store), else on the
+// SQL store, saying so.
+import { INFLUXD, startInflux } from '../lib/influx.ts'
+import { childrenOf, ingestSettings } from '../lib/ingest.ts'
+import { medianBy, runLoad, statsOf, type LoadResult } from '../lib/load.ts'
+import { dropTable, freshTableName, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, questdbJava, waitForCount } from '../lib/questdb.ts'
+import { line, needsLocalServer, type Scenario } from '../lib/report.ts'
+import { cleanRedis, freshDatabase, serverEnv } from '../lib/setup.ts'
+import { check } from './http-layer.ts'
+import { CHANNELS, closedLoop, driveIngest } from './ingest-postgres.ts'
+
+const NAME = 'ingest-lineproto'
+const ROUNDS = 3
+/** Each body of a round takes later time slots than the one before (a round spans seconds of them). */
+const SLOT_MS = 10 * 60_000
+
+interface Round { json: LoadResult; lineProtocol: LoadResult; influx: LoadResult }
+
+export const ingestLineproto: Scenario = async (ctx) => {
+  if (ctx.options.target) return needsLocalServer()
+  if (!INFLUXD) return { lines: [], details: {}, skipped: 'influxd is not installed (apt-get install influxdb)' }
+  const questdb = await questdbAnswers()
+  if (!questdb) ctx.log(`${NAME}: no QuestDB answers: on the SQL store instead (the issue's target is on QuestDB)`)
+  const database = await freshDatabase('lp')
+  const table = questdb ? freshTableName('lp') : undefined
+  const env = serverEnv(database, { ...(questdb ? { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table! } : {}), ...ingestSettings() })
+  const watch: Record<string, () => number[]> = questdb ? { questdb: questdbJava } : {}
+  let run: Awaited<ReturnType<typeof driveIngest>> | undefined
+  const influx = await startInflux()
+  try {
+    // The first JSON round is driveIngest's own run (it starts the server and makes the devices).
+    run = await driveIngest(ctx, env, watch, NAME)
+    const server = run.server
+    const serverPids = () => [server.pid, ...childrenOf(server.pid)]
+    let stored = run.load.totalReadings
+    const settle = async () => { if (table) await waitForCount(table, stored) }
+    const rounds: Round[] = []
+    for (let round = 0; round < ROUNDS; round++) {
+      const slot = (k: number) => run!.tsBase + (round * 2 + k) * SLOT_MS
+      let json = run.load
+      if (round > 0) {
+        await settle()
+        ctx.log(`${NAME}: round ${round + 1} of ${ROUNDS}, JSON to /api/v1/sensors/readings…`)
+        json = await closedLoop(ctx, run, slot(0), watch)
+        stored += json.totalReadings
+      }
+      await settle()
+      ctx.log(`${NAME}: round ${round + 1} of ${ROUNDS}, line protocol to our /api/v2/write…`)
+      const body = { kind: 'line-protocol' as const, perRequest: run.perRequest, channels: CHANNELS, tsBase: slot(1) }
+      const lineProtocol = await runLoad({
+        url: `${server.baseUrl}/api/v2/write?org=bench&bucket=bench&precision=ms`, method: 'POST', lanes: run.lanes, mode: 'closed',
+        warmupMs: ctx.warmupSeconds * 1000, durationMs: ctx.seconds * 1000, drainMs: 20_000,
+        body, keys: run.keys, auth: 'header', countAccepted: false,
+      }, ctx.generators, { server: serverPids, ...watch })
+      check(lineProtocol, 204)
+      stored += lineProtocol.totalReadings
+      await settle()
+      ctx.log(`${NAME}: round ${round + 1} of ${ROUNDS}, the same bodies to InfluxDB 1.6's /write…`)
+      const peer = await runLoad({
+        url: influx.writeUrl, method: 'POST', lanes: run.lanes, mode: 'closed',
+        warmupMs: ctx.warmupSeconds * 1000, durationMs: ctx.seconds * 1000, drainMs: 20_000,
+        // Labels, not keys: InfluxDB runs without authentication here; the device tag is the lane's key number.
+        body, keys: run.keys.map((_, i) => String(i)), auth: 'none', countAccepted: false,
+      }, ctx.generators, { influx: () => [influx.pid] })
+      check(peer, 204)
+      rounds.push({ json, lineProtocol, influx: peer })
+    }
+    await server.stop()
+    const visible = table ? (await waitForCount(table, stored)).count : undefined
+
+    const rate = (load: LoadResult) => load.readingsPerSecond
+    const cpu = (load: LoadResult) => (load.watched.server! * 1e6) / load.readingsPerSecond
+    const peerRatio = (r: Round) => rate(r.lineProtocol) / rate(r.influx)
+    const middle = medianBy(rounds, peerRatio)
+    const middleCpu = medianBy(rounds, (r) => cpu(r.lineProtocol) / cpu(r.json))
+    const store = questdb ? 'QuestDB' : 'the SQL store (no QuestDB answered)'
+    const each = rounds.map((r) => `${(rate(r.json) / 1000).toFixed(0)}k JSON / ${(rate(r.lineProtocol) / 1000).toFixed(0)}k line protocol / ${(rate(r.influx) / 1000).toFixed(0)}k InfluxDB`).join(', ')
+    const common = `on ${store}; ${run.lanes} devices × ${run.perRequest} readings a request, closed loop; rounds (readings/s): ${each}${visible !== undefined ? `; ${visible} of ${stored} acknowledged readings visible in QuestDB` : ''}`
+    return {
+      lines: [
+        line(NAME, 'readings/s via our /api/v2/write ÷ InfluxDB 1.6 /write (same line-protocol bodies)', rate(middle.lineProtocol), rate(middle.influx), 'rows/s', 1.3, 'target',
+          `the median of ${ROUNDS} rounds' ratios (${rounds.map((r) => peerRatio(r).toFixed(2)).join(', ')}); ${common}; in the median round our server ${middle.lineProtocol.watched.server!.toFixed(2)} cores, influxd ${middle.influx.watched.influx!.toFixed(2)}, p99 ${middle.lineProtocol.latency.p99.toFixed(1)} / ${middle.influx.latency.p99.toFixed(1)} ms`,
+          statsOf(middle.lineProtocol, 204, run.peakRssMiB)),
+        line(NAME, 'readings/s: line protocol ÷ JSON, same server and readings', rate(middle.lineProtocol), rate(middle.json), 'rows/s', undefined, 'target',
+          `information: the same round as the line above; ${common}`, statsOf(middle.json, 202, run.peakRssMiB)),
+        line(NAME, 'server CPU per reading, µs: line protocol (JSON beside)', cpu(middleCpu.lineProtocol), cpu(middleCpu.json), 'µs', undefined, 'target',
+          `information: the round with the median ratio; per round line protocol / JSON: ${rounds.map((r) => `${cpu(r.lineProtocol).toFixed(1)} / ${cpu(r.json).toFixed(1)}`).join(', ')} µs`),
+      ],
+      details: { store: questdb ? 'questdb' : 'sql', table, rounds, stored, visible, lanes: run.lanes, readingsPerRequest: run.perRequest, settings: ingestSettings() },
+    }
+  } finally {
+    await run?.server.stop()
+    await influx.close()
+    if (table) await dropTable(table)
+    await database.drop()
+    await cleanRedis(env.REDIS_PREFIX!)
+  }
+}
