@@ -44,7 +44,7 @@ const StreamQuery = t.Object({
   metric: t.Optional(t.String({ maxLength: 50 })),
   interval: t.Optional(t.Union((Object.keys(INTERVALS) as IntervalName[]).map((name) => t.Literal(name)), { description: 'Buckets instead of readings: one `bucket` event per series (device and channel) when each bucket closes, with the aggregates the readings query answers for it (`GET /environment/readings?interval=…&agg=…`). Buckets as the query places them (UTC).' })),
   agg: t.Optional(t.String({ pattern: `^(${AGGREGATES.join('|')})(,(${AGGREGATES.join('|')}))*$`, description: 'With `interval`: comma-separated aggregates (default avg).', examples: ['avg,max'] })),
-  last_event_id: t.Optional(t.String({ maxLength: 200, description: 'The same as the `Last-Event-ID` header, for clients that cannot set headers on a first connection; the header wins.' })),
+  last_event_id: t.Optional(t.String({ maxLength: 200, description: 'The same as the `Last-Event-ID` header, for clients that cannot set headers on a first connection; the header wins.', examples: ['1764979200000:dev_01jd0000000000000000000000:t1'] })),
 })
 
 const SSE_BODY = { 'text/event-stream': { schema: { type: 'string', description: 'Server-Sent Events (WHATWG HTML §9.2): see the operation description for the events.' } } }
@@ -178,7 +178,7 @@ ${STREAM_COMMON}`,
       return sse.response
     }, {
       principal: true,
-      query: t.Object({ last_event_id: StreamQuery.properties.last_event_id }),
+      query: t.Object({ last_event_id: t.Optional(t.String({ maxLength: 200, description: 'The same as the `Last-Event-ID` header (an event id, `evt_…`), for clients that cannot set headers on a first connection; the header wins.', examples: ['evt_01jd0000000000000000000000'] })) }),
       response: { 200: t.String() },
       detail: op({
         operationId: 'streamEvents', summary: 'Stream the account\'s events as they happen (Server-Sent Events)', tags: ['Webhooks'], scopes: ['webhooks:read'], errors: [429, 503],

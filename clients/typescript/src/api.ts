@@ -4224,7 +4224,7 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /** @description The same as the `Last-Event-ID` header, for clients that cannot set headers on a first connection; the header wins. */
+                /** @description The same as the `Last-Event-ID` header (an event id, `evt_…`), for clients that cannot set headers on a first connection; the header wins. */
                 last_event_id?: string;
             };
             header?: never;
