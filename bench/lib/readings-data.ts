@@ -2,8 +2,10 @@
 // into the store our server reads (not through the API: 30 days of data would take the ingest path minutes),
 // our SQL store's write into Postgres, or our store's ILP writer into QuestDB's table.
 import { openPostgres } from '../../db/client.ts'
+import { SeriesCatalogue } from '../../ingest/series.ts'
 import type { Reading } from '../../ingest/stores/interface.ts'
-import { ilpReadingsWriter } from '../../ingest/stores/questdb.ts'
+import { questdbStore } from '../../ingest/stores/questdb.ts'
+import { loadConfig } from '../../src/config.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import { metricOf } from './setup.ts'
 
@@ -48,15 +50,25 @@ export async function storeReadings(databaseUrl: string, s: Series): Promise<num
   }
 }
 
-/** The series into a QuestDB table through our store's ILP writer, 10 000 rows a request. */
-export async function sendReadings(ilp: string, table: string, s: Series): Promise<number> {
-  const write = await ilpReadingsWriter(ilp, table)
-  let rows = 0
-  let batch: Reading[] = []
-  for (const r of readingsOf(s)) {
-    batch.push({ accountId: s.accountId, deviceId: s.deviceId, channel: r.channel, metric: r.metric, environmentId: s.environmentId, ts: r.ts, value: r.value })
-    if (batch.length === 10_000) { await write(batch); rows += batch.length; batch = [] }
+/**
+ * The series into a QuestDB table through our QuestDB store's own write, 10 000 rows a request: each series
+ * registered in the records database's catalogue, and each minute marked for the rollups, as ingest does (a table
+ * written beside the store had neither: the API found no series, and on 7.4 read empty rollups).
+ */
+export async function sendReadings(ilp: string, pgUrl: string, table: string, s: Series, databaseUrl: string): Promise<number> {
+  const records = await openPostgres(databaseUrl)
+  const store = await questdbStore(loadConfig({}, { questdbIlp: ilp, questdbPgUrl: pgUrl, questdbTable: table }), new SeriesCatalogue(records), { records, log: (message, error) => console.error(message, error) })
+  try {
+    let rows = 0
+    let batch: Reading[] = []
+    for (const r of readingsOf(s)) {
+      batch.push({ accountId: s.accountId, deviceId: s.deviceId, channel: r.channel, metric: r.metric, environmentId: s.environmentId, ts: r.ts, value: r.value })
+      if (batch.length === 10_000) { await store.write(batch); rows += batch.length; batch = [] }
+    }
+    if (batch.length) await store.write(batch)
+    return rows + batch.length
+  } finally {
+    await store.close()
+    await records.close()
   }
-  await write(batch)
-  return rows + batch.length
 }

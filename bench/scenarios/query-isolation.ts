@@ -3,8 +3,6 @@
 // QuestDB answers) on QuestDB, in one run. A's readings: 30 days of one-minute readings on 4 channels, loaded
 // straight into the store and registered in the series catalogue. Also: how long a query over the limit takes to
 // be refused (the issue's request from 1970 at 1m with fill=null).
-import { openPostgres } from '../../db/client.ts'
-import { SeriesCatalogue } from '../../ingest/series.ts'
 import { loadConfig } from '../../src/config.ts'
 import { newId } from '../../src/ids.ts'
 import { peakRssMiB } from '../lib/processes.ts'
@@ -12,7 +10,7 @@ import { dropTable, freshTableName, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, q
 import { storeReadings, DAY, readingsIn, sendReadings, type Series } from '../lib/readings-data.ts'
 import { API, ms, onRecordsServer, type Api } from '../lib/records.ts'
 import { line, type Line, type Scenario, type ScenarioContext } from '../lib/report.ts'
-import { accountAndToken, createDevices, metricOf, serverEnv } from '../lib/setup.ts'
+import { accountAndToken, createDevices, serverEnv } from '../lib/setup.ts'
 
 const NAME = 'query-isolation'
 const CHANNELS = 4
@@ -91,15 +89,11 @@ async function onStore(ctx: ScenarioContext, store: 'sql' | 'questdb'): Promise<
       const series: Series = { accountId, environmentId: newId('environment'), deviceId: newId('device'), channels: CHANNELS, from: to - 30 * DAY, to }
       ctx.log(`${NAME}: loading ${readingsIn(series)} readings of account A into ${store}…`)
       if (table) {
-        await sendReadings(QUESTDB_ILP, table, series)
+        await sendReadings(QUESTDB_ILP, QUESTDB_PG_URL, table, series, database.url)
         await waitForCount(table, readingsIn(series))
       } else {
         await storeReadings(database.url, series)
       }
-      // Loaded beside the API: register A's series as ingest would have (the SQL store's write already did).
-      const records = await openPostgres(database.url)
-      await new SeriesCatalogue(records).idsOf(Array.from({ length: CHANNELS }, (_, c) => ({ accountId, deviceId: series.deviceId, channel: `c${c}`, metric: metricOf(c), environmentId: series.environmentId, ts: 0, value: 0 })))
-      await records.close()
       // B: another account with a device of its own.
       const b = await accountAndToken(serverEnv(database, env))
       const [device] = await createDevices(api.baseUrl, b.token, 1, CHANNELS)

@@ -62,7 +62,7 @@ export const readingsQuery: Scenario = async (ctx) => {
       ctx.log(`${NAME}: loading ${readingsIn(series)} readings (30 days, 1 a minute, ${CHANNELS} channels of one environment) into ${store}…`)
       const started = performance.now()
       if (table) {
-        await sendReadings(QUESTDB_ILP, table, series)
+        await sendReadings(QUESTDB_ILP, QUESTDB_PG_URL, table, series, database.url)
         // QuestDB applies its WAL asynchronously: query only once every row is visible.
         const { count } = await waitForCount(table, readingsIn(series))
         if (count !== readingsIn(series)) throw new Error(`${NAME}: ${count} of ${readingsIn(series)} readings visible in ${table}`)

@@ -243,10 +243,17 @@ function rollupRows(table: string, filter: ReadingsFilter, piece: Piece): string
  * BY that QuestDB runs as a parallel GROUP BY. A page of 10,000 days read 0.23-0.38 s this way on 7.4.2 against
  * 1.2 s through sampledPieces (same rows, same values). Without that time, variants of one group in one bucket
  * cannot be told apart by which came last: buckets() asks sampledPieces instead where that matters.
+ *
+ * `inOrder` (where sums are asked: `avg`) reads the rows through a subquery, which QuestDB samples in one pass in time
+ * order: a parallel GROUP BY adds a bucket's values in the order its workers happen to take the table's frames, so
+ * the same bucket read twice, or in pages of another size, differed in its last digits (2 of 28 weekly rows, 7.4.2);
+ * in one pass each variant's sum is added in the order of its readings, whatever the window or the run
+ * (test/http/readings-walks.test.ts).
  */
-function sampledRaw(table: string, filter: ReadingsFilter, spec: AggregationSpec): string {
+function sampledRaw(table: string, filter: ReadingsFilter, spec: AggregationSpec, inOrder: boolean): string {
+  const source = inOrder ? `(select ts, device_id, channel, metric, environment_id, value from ${table} where ${where(filter)}) timestamp(ts)` : `${table} where ${where(filter)}`
   return `select ts, device_id, channel, metric, environment_id, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, 0 last_ts
-    from ${table} where ${where(filter)} sample by ${sampleUnit(spec.interval)} align to calendar`
+    from ${source} sample by ${sampleUnit(spec.interval)} align to calendar`
 }
 
 /**
@@ -267,9 +274,13 @@ function sampledRaw(table: string, filter: ReadingsFilter, spec: AggregationSpec
  */
 function mergeVariants(rows: Values[], byMetric: boolean, filter: ReadingsFilter, withTimes: boolean, aggregates: readonly Aggregate[]): BucketRow[] | undefined {
   const metricOf = (row: Values) => filter.metric ?? nullable(row[3])
+  // Past the group, by variant (device, channel, metric, environment): a group's partial sums are added in this one
+  // order, not in the order QuestDB's hash map gives them (which follows the map's size, so the window read).
+  const byVariant = (a: Values, b: Values) => byteOrder(a[1] as string, b[1] as string) || byteOrder(a[2] as string, b[2] as string)
+    || byteOrder(String(a[3] ?? ''), String(b[3] ?? '')) || byteOrder(String(a[4] ?? ''), String(b[4] ?? ''))
   const sorted = byMetric
-    ? rows.filter((row) => metricOf(row) !== null).sort((a, b) => (a[0] as number) - (b[0] as number) || byteOrder(metricOf(a)!, metricOf(b)!))
-    : rows.sort((a, b) => (a[0] as number) - (b[0] as number) || byteOrder(a[1] as string, b[1] as string) || byteOrder(a[2] as string, b[2] as string))
+    ? rows.filter((row) => metricOf(row) !== null).sort((a, b) => (a[0] as number) - (b[0] as number) || byteOrder(metricOf(a)!, metricOf(b)!) || byVariant(a, b))
+    : rows.sort((a, b) => (a[0] as number) - (b[0] as number) || byVariant(a, b))
   const out: BucketRow[] = []
   let open = false
   let ts = 0, first = '', second = ''
@@ -443,7 +454,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
     // the last readings are needed: `last` across a metric's series, or (met while merging) a channel with several
     // variants in one bucket, whose metric and environment are those of the variant read last.
     const plain = pieces.every((piece) => piece.level === 'raw') && !(byMetric && spec.aggregates.includes('last'))
-    const rows = await read(plain ? sampledRaw(table, filter, spec) : asIs(pieces, spec) ? rollupRows(table, filter, pieces[0]!) : sampledPieces(table, filter, spec, pieces))
+    const rows = await read(plain ? sampledRaw(table, filter, spec, spec.aggregates.includes('avg')) : asIs(pieces, spec) ? rollupRows(table, filter, pieces[0]!) : sampledPieces(table, filter, spec, pieces))
     const merged = mergeVariants(rows, byMetric, filter, !plain, spec.aggregates)
       ?? mergeVariants(await read(sampledPieces(table, filter, spec, pieces)), byMetric, filter, true, spec.aggregates)!
     let start = 0

@@ -121,11 +121,7 @@ for (const { name, overrides, drop } of stores) {
     beforeAll(async () => { env = await createTestEnv({ ...overrides, readingsQueries: { ...READINGS_QUERY_DEFAULTS, csvStepRows: 4 } }) })
     afterAll(async () => { await env?.close(); await drop() })
 
-    // Not yet on QuestDB (issue 56, open there): its SAMPLE BY adds a bucket's values in an order that depends on the
-    // window read (a parallel GROUP BY over the raw readings, or rollup partials where they are refreshed), so a page's
-    // avg can differ from the unlimited answer's in the last digits (2 of 28 weekly rows at limit=100 on 7.4.2).
-    if (name === 'QuestDB') console.log('readings-walks.test: equal bytes at every page size skipped on QuestDB: its sums are not in one order yet (issue 56)')
-    test.skipIf(name === 'QuestDB')('equal questions give equal bytes: aggregates do not change with the page size (45 days of half-hourly readings)', async () => {
+    test('equal questions give equal bytes: aggregates do not change with the page size (45 days of half-hourly readings)', async () => {
       const owner = await env.account({ scopes: ['environment:read'] })
       const start = Date.UTC(2025, 1, 3, 0, 17)
       const readings: Reading[] = []
