@@ -213,12 +213,13 @@ function sampledPieces(table: string, filter: ReadingsFilter, spec: AggregationS
   const variant = 'device_id, channel, metric, environment_id'
   const branch = (piece: Piece) => {
     const window = where({ ...filter, from: piece.from, to: piece.to })
+    // A raw reading's sum in two parts as sampledRaw adds them (see orderFreeSum); a rollup's sum as it is.
     return piece.level === 'raw'
-      ? `select ts, ${variant}, cast(1 as long) cnt, value sum_v, value min_v, value max_v, value last_v, ts last_ts from ${table} where ${window}`
-      : `select ts, ${variant}, ${VIEW_COLUMNS} from ${table}_${piece.level} where ${window}`
+      ? `select ts, ${variant}, cast(1 as long) cnt, ${wholePart('value')} whole_v, ${remainder('value')} rest_v, value min_v, value max_v, value last_v, ts last_ts from ${table} where ${window}`
+      : `select ts, ${variant}, cnt, 0.0 whole_v, sum_v rest_v, min_v, max_v, last_v, last_ts from ${table}_${piece.level} where ${window}`
   }
   const every = `sample by ${sampleUnit(spec.interval)} align to calendar`
-  const statistics = 'sum(cnt) cnt, sum(sum_v) sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts'
+  const statistics = `sum(cnt) cnt, ${orderFreeSum('whole_v', 'rest_v')} sum_v, min(min_v) min_v, max(max_v) max_v, last(last_v) last_v, max(last_ts) last_ts`
   // Always through a subquery, even for raw readings alone: QuestDB 7.4 samples each row on its own when a SAMPLE
   // BY aggregates its designated timestamp (max(ts), even cast), and last_ts needs exactly that; a copy of ts made
   // in a subquery is an ordinary column. The branches follow one another in time (the planner's pieces do not overlap), so their union is in ts order as
@@ -239,21 +240,29 @@ function rollupRows(table: string, filter: ReadingsFilter, piece: Piece): string
 }
 
 /**
+ * A bucket's sum of raw readings that is the same whatever order they are added in: QuestDB runs a plain SAMPLE BY
+ * as a parallel GROUP BY, which adds a bucket's values in the order its workers happen to take the table's frames,
+ * so a plain sum(value) of the same bucket read twice, or in pages of another size, differed in its last digits (2 of
+ * 28 weekly rows, 7.4.2). Each value is split into a multiple of 2^-20 (`floor(value·2^20)`, an integer, summed
+ * exactly in doubles up to 2^53, so while a bucket's readings add up to less than about 8.6·10^9 in magnitude) and
+ * the remainder below 2^-20, whose sum's rounding (about 10^-22 per reading) moves the result's last bit only about
+ * once in 10^7 buckets. Added in time order (sampledPieces) the result is the same as in any other (sampledRaw).
+ * Kept in the parallel GROUP BY: summing in one pass instead cost the dense bench's dashboards 35 % at p50 (7.4.2).
+ */
+const SPLIT = 1048576.0
+const wholePart = (value: string) => `floor(${value} * ${SPLIT})`
+const remainder = (value: string) => `${value} - ${wholePart(value)} / ${SPLIT}`
+const orderFreeSum = (whole: string, rest: string) => `sum(${whole}) / ${SPLIT} + sum(${rest})`
+
+/**
  * The same statistics from the raw readings alone, without the time of each variant's last reading: a plain SAMPLE
  * BY that QuestDB runs as a parallel GROUP BY. A page of 10,000 days read 0.23-0.38 s this way on 7.4.2 against
  * 1.2 s through sampledPieces (same rows, same values). Without that time, variants of one group in one bucket
  * cannot be told apart by which came last: buckets() asks sampledPieces instead where that matters.
- *
- * `inOrder` (where sums are asked: `avg`) reads the rows through a subquery, which QuestDB samples in one pass in time
- * order: a parallel GROUP BY adds a bucket's values in the order its workers happen to take the table's frames, so
- * the same bucket read twice, or in pages of another size, differed in its last digits (2 of 28 weekly rows, 7.4.2);
- * in one pass each variant's sum is added in the order of its readings, whatever the window or the run
- * (test/http/readings-walks.test.ts).
  */
-function sampledRaw(table: string, filter: ReadingsFilter, spec: AggregationSpec, inOrder: boolean): string {
-  const source = inOrder ? `(select ts, device_id, channel, metric, environment_id, value from ${table} where ${where(filter)}) timestamp(ts)` : `${table} where ${where(filter)}`
-  return `select ts, device_id, channel, metric, environment_id, count() cnt, sum(value) sum_v, min(value) min_v, max(value) max_v, last(value) last_v, 0 last_ts
-    from ${source} sample by ${sampleUnit(spec.interval)} align to calendar`
+function sampledRaw(table: string, filter: ReadingsFilter, spec: AggregationSpec): string {
+  return `select ts, device_id, channel, metric, environment_id, count() cnt, ${orderFreeSum(wholePart('value'), remainder('value'))} sum_v, min(value) min_v, max(value) max_v, last(value) last_v, 0 last_ts
+    from ${table} where ${where(filter)} sample by ${sampleUnit(spec.interval)} align to calendar`
 }
 
 /**
@@ -454,7 +463,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
     // the last readings are needed: `last` across a metric's series, or (met while merging) a channel with several
     // variants in one bucket, whose metric and environment are those of the variant read last.
     const plain = pieces.every((piece) => piece.level === 'raw') && !(byMetric && spec.aggregates.includes('last'))
-    const rows = await read(plain ? sampledRaw(table, filter, spec, spec.aggregates.includes('avg')) : asIs(pieces, spec) ? rollupRows(table, filter, pieces[0]!) : sampledPieces(table, filter, spec, pieces))
+    const rows = await read(plain ? sampledRaw(table, filter, spec) : asIs(pieces, spec) ? rollupRows(table, filter, pieces[0]!) : sampledPieces(table, filter, spec, pieces))
     const merged = mergeVariants(rows, byMetric, filter, !plain, spec.aggregates)
       ?? mergeVariants(await read(sampledPieces(table, filter, spec, pieces)), byMetric, filter, true, spec.aggregates)!
     let start = 0

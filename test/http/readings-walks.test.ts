@@ -4,6 +4,7 @@
 // the SQL store in every run, QuestDB too when QUESTDB_ILP and QUESTDB_PG_URL point at a server.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
+import postgres from 'postgres'
 import { bucketOf, bucketsAfter } from '../../ingest/planner.ts'
 import { AGGREGATES, byteOrder, type Aggregate, type Fill, type Grouping, type IntervalName, type Reading } from '../../ingest/stores/interface.ts'
 import { READINGS_QUERY_DEFAULTS } from '../../src/config.ts'
@@ -111,6 +112,17 @@ const questionArbitrary = fc.record({
   limit: fc.oneof({ weight: 4, arbitrary: fc.integer({ min: 1, max: 6 }) }, { weight: 2, arbitrary: fc.integer({ min: 7, max: 80 }) }, { weight: 1, arbitrary: fc.constant(Infinity) }),
 })
 
+/** Whether the store's rollups are QuestDB's materialized views, which refresh by themselves soon after a write. */
+async function rollupsMoveByThemselves(env: TestEnv): Promise<boolean> {
+  if (env.deps.readings.kind !== 'questdb') return false
+  const admin = postgres(process.env.QUESTDB_PG_URL!, { max: 1, prepare: false, onnotice: () => {} })
+  try {
+    return await admin.unsafe('select view_name from materialized_views() limit 1').then(() => true, () => false)
+  } finally {
+    await admin.end()
+  }
+}
+
 /** Pages walked per format at most: a tiny `limit` over many rows is raised to this many pages (the property still meets limits of 1 to 6). */
 const MOST_PAGES = 40
 
@@ -145,18 +157,25 @@ for (const { name, overrides, drop } of stores) {
         }
       }
       if (env.deps.readings.kind === 'questdb') await waitFor(async () => (await walk('interval=1mo&agg=count', 10000)).join().includes(`"count":`), 30_000, 100)
-      // Rollups caught up first: a bucket read from a rollup adds partial sums (its minutes', hours') where the raw
-      // readings add each value, so an avg's last digits may change once, as its rollup catches up (9.3.2's views
-      // refresh while the walks run). What is held here: one state of the store gives one answer, whatever the page.
-      await env.deps.readings.refreshRollups?.(0)
-      for (const query of ['interval=6h&agg=avg', 'interval=1d&agg=avg,count', 'interval=1w&agg=avg', 'interval=1mo&agg=avg', 'interval=6h&agg=avg&group_by=metric', 'interval=1d&agg=avg&group_by=metric&fill=null']) {
-        const whole = await walk(query, 10_000)
-        for (const limit of [100, 7]) {
-          const paged = await walk(query, limit)
-          const differing = paged.filter((row, i) => row !== whole[i])
-          expect({ query, limit, rows: paged.length, differing: differing.slice(0, 2) }).toEqual({ query, limit, rows: whole.length, differing: [] })
+      const compareWalks = async (state: string) => {
+        for (const query of ['interval=6h&agg=avg', 'interval=1d&agg=avg,count', 'interval=1w&agg=avg', 'interval=1mo&agg=avg', 'interval=6h&agg=avg&group_by=metric', 'interval=1d&agg=avg&group_by=metric&fill=null']) {
+          const whole = await walk(query, 10_000)
+          for (const limit of [100, 7]) {
+            const paged = await walk(query, limit)
+            const differing = paged.filter((row, i) => row !== whole[i])
+            expect({ state, query, limit, rows: paged.length, differing: differing.slice(0, 2) }).toEqual({ state, query, limit, rows: whole.length, differing: [] })
+          }
         }
       }
+      // As written, the buckets come from the raw readings (QuestDB 7.4: its parallel GROUP BY), then once the
+      // rollups have caught up, from them. A bucket read from a rollup adds partial sums (its minutes', hours') where
+      // the raw readings add each value, so an avg's last digits may change once, as its rollup catches up: what is
+      // held is that one state of the store gives one answer, whatever the page. QuestDB's materialized views
+      // (8.3.1 on) catch up by themselves while the walks run, so there the first state is not one state.
+      if (await rollupsMoveByThemselves(env)) console.log('readings-walks.test: equal bytes as written skipped: QuestDB\'s views refresh while the walks run (compared once they have caught up)')
+      else await compareWalks('as written')
+      await env.deps.readings.refreshRollups?.(0)
+      await compareWalks('rollups caught up')
     }, 60_000)
 
     test('random data, interval, fill, group_by, agg, window and limit; JSON and CSV', async () => {
