@@ -4285,7 +4285,7 @@ export interface operations {
                  *     was stored. `fill` gives every bucket to every metric with a reading in the window. Rows are ordered by bucket, then metric.
                  */
                 group_by?: "series" | "metric";
-                /** @description With `interval`: comma-separated aggregates (default avg). `avg` is the sum of a bucket's readings ÷ their count, its partial sums (per series, per rollup bucket or run of readings) added in one fixed order (series, then time) on the SQL store, so the same question gives the same digits whatever the page size or format. */
+                /** @description With `interval`: comma-separated aggregates (default avg). `avg` is the sum of a bucket's readings ÷ their count, its partial sums (per series, per rollup bucket or run of readings) added in one fixed order (series, then time) on every store, so the same question gives the same digits whatever the page size or format. A bucket read from a rollup adds its minutes' or hours' sums where the raw readings add each value: while a rollup catches up with recent writes, an `avg` may change once in its last digits (floating-point rounding of the sums). */
                 agg?: string;
                 /** @description With `interval`: `none` (default) lists only buckets holding readings; `null` and `previous` list every bucket of the window for every series with a reading in the window, so gaps show. An empty bucket has `count` 0 and its other aggregates absent (`null`) or carried from the series' latest earlier bucket in the window (`previous`; absent before its first reading); its `metric` and `environment_id` are those of that earlier bucket. */
                 fill?: "none" | "null" | "previous";
