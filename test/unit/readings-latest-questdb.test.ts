@@ -1,7 +1,7 @@
-// Latest readings on QuestDB (issue 57): where every series the catalogue holds for the filter has a reading in the
-// recent partitions, latest() reads those alone; otherwise the whole window. Either way the answer is the one a read
-// of the whole window gives, which is what this checks, against the same table read without a catalogue (the whole
-// window always). Runs only when QUESTDB_ILP and QUESTDB_PG_URL point at a server.
+// Latest readings on QuestDB (issue 57): where every series the catalogue holds for the filter has a reading in a tail
+// of the window (its last minutes, or the recent partitions), latest() reads that alone; otherwise the whole window.
+// Either way the answer is the one a read of the whole window gives, which is what this checks, against the same
+// table read without a catalogue (the whole window always). Runs only when QUESTDB_ILP and QUESTDB_PG_URL point at a server.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import type { RawRow, Reading, ReadingsFilter, ReadingsStore } from '../../ingest/stores/interface.ts'
@@ -26,6 +26,8 @@ for (let ts = NOW - 3 * DAY; ts < NOW; ts += 600_000) {
   }
 }
 for (let ts = NOW - 14 * DAY; ts < NOW - 10 * DAY; ts += 3_600_000) readings.push({ accountId, deviceId: 'dev_old', channel: 't1', ts, value: ts % 7, metric: 'temperature', environmentId: 'env_2' })
+/** Room 3: one device reporting every 2 hours, its last reading 40 minutes ago: past the last minutes, within today and yesterday. */
+for (let ts = NOW - 40 * 60_000 - 2 * DAY; ts <= NOW - 40 * 60_000; ts += 2 * 3_600_000) readings.push({ accountId, deviceId: 'dev_slow', channel: 't1', ts, value: ts % 11, metric: 'temperature', environmentId: 'env_3' })
 
 describe.skipIf(!admin)('latest readings on QuestDB from the recent partitions', () => {
   const table = `hrs_test_latest_${Date.now().toString(36)}`
@@ -70,17 +72,22 @@ describe.skipIf(!admin)('latest readings on QuestDB from the recent partitions',
     expect([...first, ...rest]).toEqual(rows)
   })
 
+  test('a room reporting every two hours: from today and yesterday (its last reading is older than the last minutes)', async () => {
+    const rows = await same({ accountId, environmentId: 'env_3', ...everything })
+    expect(rows.map((r) => [r.device_id, r.ts])).toEqual([['dev_slow', NOW - 40 * 60_000]])
+  })
+
   test('a series silent for days is answered too (the whole window is read)', async () => {
     const rows = await same({ accountId, ...everything })
-    expect(rows).toHaveLength(7)
+    expect(rows).toHaveLength(8)
     const old = rows.find((r) => r.device_id === 'dev_old')!
     expect(old.ts).toBeLessThan(NOW - 10 * DAY)
     expect(await same({ accountId, environmentId: 'env_2', ...everything })).toEqual([old])
   })
 
   test('a window ending in the past, and one starting inside the recent partitions', async () => {
-    expect(await same({ accountId, from: 0, to: NOW - 2 * DAY })).toHaveLength(7)
-    expect(await same({ accountId, from: NOW - 3_600_000, to: NOW + DAY })).toHaveLength(6)
+    expect(await same({ accountId, from: 0, to: NOW - 2 * DAY })).toHaveLength(8)
+    expect(await same({ accountId, from: NOW - 3_600_000, to: NOW + DAY })).toHaveLength(7)
     expect(await same({ accountId, environmentId: 'env_1', channel: 't1', ...everything })).toHaveLength(3)
   })
 })
