@@ -533,13 +533,12 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       if (catalogue && tails.length) {
         const series = await catalogue.list(filter)
         const pairs = new Set(series.map((s) => `${s.device_id}\u0000${s.channel}`))
+        const seriesIn = async (tail: ReadingsFilter) => Number((await query(`select count() from (select device_id, channel from ${table} where ${where(tail)} latest on ts partition by device_id, channel)`, signal))[0]?.[0])
         for (const from of tails) {
           const tail = { ...filter, from }
-          const [[found], rows] = await Promise.all([
-            query(`select count() from (select device_id, channel from ${table} where ${where(tail)} latest on ts partition by device_id, channel)`, signal),
-            page(tail),
-          ])
-          if (Number(found?.[0]) === pairs.size) return rows.map(rawRow)
+          const rows = await page(tail)
+          // A first page that is not full holds every series of the tail: no count needed (one query, not two).
+          if ((!after && rows.length < limit ? rows.length : await seriesIn(tail)) === pairs.size) return rows.map(rawRow)
         }
       }
       return (await page(filter)).map(rawRow)
