@@ -2,9 +2,10 @@
 // what POST /api/v1/sensors/readings does to its body (parseJsonBody, then parseBatch against the device); line
 // protocol what /api/v2/write does (parseLineProtocol with the handler's SeriesCache, then linesToReadings);
 // lp-parse the parse alone. The bodies are the ingest-lineproto scenario's (bench/load/generator.ts: 100 readings,
-// 16 devices taking turns, channels c0…c9 mapped). Wall time per reading over `N` bodies (20,000), in 5 passes
-// taking turns (the first 2 warm up): where bench/lineproto-cpu.ts says how the whole request compares, this says
-// whether the parse is the difference (run it under `bun --cpu-prof` for the functions).
+// 16 devices taking turns, channels c0…c9 mapped). CPU time per reading (the process's, so the garbage
+// collector's threads count) over `N` bodies (20,000), in 5 passes taking turns (the first 2 warm up): where
+// bench/lineproto-cpu.ts says how the whole request compares, this says whether the parse is the difference (run
+// it under `bun --cpu-prof` for the functions).
 import { parseLineProtocol, SeriesCache } from '../ingest/influx/line-protocol.ts'
 import { linesToReadings } from '../ingest/influx/write.ts'
 import { parseBatch } from '../ingest/parse.ts'
@@ -38,9 +39,10 @@ for (let pass = 0; pass < 5; pass++) {
   for (const kind of kinds) {
     const run = RUNS[kind]
     if (!run) throw new Error(`unknown kind ${kind}: json, lp or lp-parse`)
-    const started = performance.now()
+    const started = process.cpuUsage()
     for (let i = 0; i < N; i++) run(i)
-    if (pass >= 2) (times[kind] ??= []).push(((performance.now() - started) * 1000) / (N * PER_REQUEST))
+    const used = process.cpuUsage(started)
+    if (pass >= 2) (times[kind] ??= []).push((used.user + used.system) / (N * PER_REQUEST))
   }
 }
 if (parsed !== 5 * kinds.length * N * PER_REQUEST) throw new Error(`parsed ${parsed} readings, expected ${5 * kinds.length * N * PER_REQUEST}`)
