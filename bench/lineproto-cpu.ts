@@ -7,7 +7,8 @@
 // 100 readings a request, `readings,device=d<n>,channel=c<k> value=… <ms>` to /api/v2/write?precision=ms, or the
 // same readings as JSON to /api/v1/sensors/readings), keep-alive, one request in flight per lane. Segments of
 // `LPCPU_REQUESTS` requests alternate JSON, line protocol, then line protocol, JSON, … for `LPCPU_ROUNDS` pairs
-// (the first 2 warm up); each segment's server CPU (/proc's schedstat, every thread) per reading is compared with its pair's.
+// (16; the first 4 warm up); each segment's server CPU (/proc's schedstat, every thread) per reading is compared
+// with its pair's.
 // `LPCPU_KIND=json|lp` sends one kind only: with BENCH_PROFILE=1 the server runs under Bun's CPU profiler, and
 // `bun bench/profile-samples.ts bench/results/tmp/profiles/<file>` says where one door's time goes.
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -18,10 +19,12 @@ import { cpuMicros, ourServer, startServer } from './lib/processes.ts'
 import { accountAndToken, createDevices } from './lib/setup.ts'
 
 const REQUESTS = Number(process.env.LPCPU_REQUESTS || 2000)
-const ROUNDS = Number(process.env.LPCPU_ROUNDS || 12)
+const ROUNDS = Number(process.env.LPCPU_ROUNDS || 16)
 const LANES = Number(process.env.LPCPU_LANES || 16)
 const KINDS = (process.env.LPCPU_KIND ? [process.env.LPCPU_KIND] : ['json', 'lp']) as Kind[]
-const WARMUP_ROUNDS = 2
+// JavaScriptCore was still compiling in the third pair: its JIT threads took 0.2–0.6 µs per reading of a segment
+// there (schedstat by thread), against 0.01–0.08 from the fifth on.
+const WARMUP_ROUNDS = 4
 const PER_REQUEST = 100
 const CHANNELS = 10
 type Kind = 'json' | 'lp'

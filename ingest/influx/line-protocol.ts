@@ -266,7 +266,7 @@ class Scanner {
       }
       tags.push(key, value)
     }
-    return { measurement, tags, text: this.pos === end ? text.slice(start, end) : '', channels: new Map(), fieldKeys: [] }
+    return { measurement, tags, text: this.pos === end ? text.slice(start, end) : '', channels: new Map(), fieldKeys: [], next: undefined }
   }
 
   /** The field key at `index` in the line: the series' known key there when the text repeats it, else read anew. */
