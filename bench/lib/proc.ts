@@ -1,6 +1,6 @@
 // What /proc says about processes and the machine: CPU time, peak RSS, busy time. Plain Node APIs only, so
 // that baselines bundled for Node can use it too.
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 
 const TICKS_PER_SECOND = 100 // USER_HZ on Linux
@@ -11,6 +11,23 @@ export function cpuMs(pid: number): number {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND
+  } catch {
+    return NaN
+  }
+}
+
+/**
+ * CPU time a process's threads have used, in µs, from the scheduler's own count (/proc/<pid>/task/<tid>/schedstat,
+ * nanoseconds): cpuMs counts 10 ms ticks, too coarse for a window of a few hundred ms. Threads that already ended
+ * are not counted; NaN once the process is gone.
+ */
+export function cpuMicros(pid: number): number {
+  try {
+    let ns = 0
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      try { ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]) } catch { /* ended meanwhile */ }
+    }
+    return ns / 1000
   } catch {
     return NaN
   }

@@ -130,4 +130,4 @@ export async function runForResult<T>(name: string, argv: string[], env: Record<
   return JSON.parse(line.slice('result '.length)) as T
 }
 
-export { cpuMs, loadAverage, machineTicks, peakRssMiB, resetPeakRss } from './proc.ts'
+export { cpuMicros, cpuMs, loadAverage, machineTicks, peakRssMiB, resetPeakRss } from './proc.ts'

@@ -173,7 +173,7 @@ export function readingsOf(spec: Extract<BodySpec, { kind: 'readings' }>, lane: 
   return out
 }
 
-function readingsJson(readings: { channel: string; value: number; ts: number }[]): string {
+export function readingsJson(readings: { channel: string; value: number; ts: number }[]): string {
   let s = '{"readings":['
   for (let i = 0; i < readings.length; i++) {
     const r = readings[i]!
@@ -182,7 +182,7 @@ function readingsJson(readings: { channel: string; value: number; ts: number }[]
   return s + ']}'
 }
 
-function readingsLineProtocol(device: string, readings: { channel: string; value: number; ts: number }[]): string {
+export function readingsLineProtocol(device: string, readings: { channel: string; value: number; ts: number }[]): string {
   let s = ''
   for (const r of readings) s += `readings,device=${device},channel=${r.channel} value=${r.value} ${r.ts}\n`
   return s

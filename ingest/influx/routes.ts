@@ -11,7 +11,7 @@ import { Elysia, t } from 'elysia'
 import type { Authenticator, Principal } from '../../src/auth/authenticator.ts'
 import type { Config } from '../../src/config.ts'
 import { authenticate } from '../../src/http/checks/authenticate.ts'
-import { MAX_BODY_BYTES, MAX_DISCARDED_BYTES, readBodyBytes } from '../../src/http/checks/body-limits.ts'
+import { MAX_BODY_BYTES, MAX_DISCARDED_BYTES, readBodyBlob } from '../../src/http/checks/body-limits.ts'
 import { rateLimitCheck } from '../../src/http/checks/rate-limit.ts'
 import { ApiError, problemBody } from '../../src/http/errors.ts'
 import { op } from '../../src/http/operation.ts'
@@ -151,17 +151,31 @@ function unavailable(error: unknown): never {
 async function readLines(request: Request): Promise<string> {
   const encoding = (request.headers.get('content-encoding') ?? 'identity').trim().toLowerCase()
   if (encoding !== 'identity' && encoding !== 'gzip') throw new ApiError('unsupported_media_type', 'Content-Encoding may be gzip or identity.', { headers: { 'accept-encoding': 'gzip, identity' } })
-  const sent = await readBodyBytes(request, (announced) => tooLarge(undefined, announced))
-  let bytes = sent
-  if (encoding === 'gzip' && sent.byteLength) {
+  const sent = await readBodyBlob(request, (announced) => tooLarge(undefined, announced))
+  if (encoding === 'identity') {
+    // Read as text, not through a strict TextDecoder: 0.09 and 0.22 µs less server CPU per reading, a tenth of the
+    // whole (100-line bodies, both reads in one server taking turns, bench/lineproto-cpu.ts: cheaper in 8 of 14 and
+    // 13 of 18 pairs; request.text() gave 0.08–0.13 less, request.bytes() and a TextDecoder nothing; decoding
+    // alone is 0.4 µs per body: what costs is taking the body as bytes). text() makes U+FFFD of what is not UTF-8,
+    // so a text holding one is decoded again from the bytes, strictly, to tell an invalid body from one that
+    // writes U+FFFD itself.
+    const text = await sent.text()
+    return text.includes('\uFFFD') ? utf8(await sent.bytes()) : text
+  }
+  let bytes = await sent.bytes()
+  if (bytes.byteLength) {
     try {
-      bytes = gunzipSync(sent, { maxOutputLength: MAX_BODY_BYTES + 1 })
+      bytes = gunzipSync(bytes, { maxOutputLength: MAX_BODY_BYTES + 1 })
     } catch (error) {
       if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError) throw tooLarge('Once gunzipped, a body may be at most')
       throw new ApiError('invalid_parameter', 'The body is not valid gzip (Content-Encoding: gzip).')
     }
     if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge('Once gunzipped, a body may be at most')
   }
+  return utf8(bytes)
+}
+
+function utf8(bytes: Uint8Array): string {
   try {
     return UTF8.decode(bytes)
   } catch {

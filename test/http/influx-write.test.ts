@@ -277,6 +277,26 @@ describe('refusals', () => {
     expect((await readBack(owner, device.id)).map(([c, , v]) => [c, v])).toEqual([['m.v', 1]])
   })
 
+  test('a body that writes U+FFFD itself is valid UTF-8 and stored; bytes that are not UTF-8 beside it still refuse the body', async () => {
+    const { owner, device } = await setup()
+    const auth = { authorization: `Token ${device.key}` }
+    const t0 = T0()
+    // The handler reads a plain body as text, which makes U+FFFD of invalid bytes: a U+FFFD sent as such must pass.
+    const encoded = new TextEncoder().encode(`m,unit=\uFFFD v=2 ${t0}\n`)
+    expect((await write('/api/v2/write?precision=ms', encoded, auth)).status).toBe(204)
+    const invalid = new Uint8Array([...encoded, 0x6d, 0xff, 0x20, 0x76, 0x3d, 0x31])
+    const refused = await write('/api/v2/write?precision=ms', invalid, auth)
+    expect(refused.status).toBe(400)
+    expect((await refused.json()).message).toMatch(/not valid UTF-8/)
+    // Without a Content-Length (chunked), the same, a chunk ending inside the U+FFFD: the body is gathered, then read.
+    const later = new TextEncoder().encode(`m,unit=\uFFFD v=3 ${t0 + 1}\n`)
+    const chunked = new ReadableStream<Uint8Array>({ start(controller) { controller.enqueue(later.subarray(0, 8)); controller.enqueue(later.subarray(8)); controller.close() } })
+    const sent = await fetch(`${env.baseUrl}/api/v2/write?precision=ms`, { method: 'POST', headers: auth, body: chunked, duplex: 'half' } as RequestInit)
+    expect(sent.status).toBe(204)
+    const channel = seriesChannel('m', ['unit', '\uFFFD'], 'v')
+    expect(await readBack(owner, device.id)).toEqual([[channel, t0, 2], [channel, t0 + 1, 3]])
+  })
+
   test('over the device key\'s rate limit: 429 with Retry-After, counted with its JSON ingest', async () => {
     const limited = await createTestEnv({ deviceRateLimitPerMinute: 3 })
     try {

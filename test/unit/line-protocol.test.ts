@@ -166,6 +166,34 @@ describe('the series cache', () => {
     expect(again.errors.map((e) => [e.line, e.reason])).toEqual([[2, 'invalid field value "abc" for field key "v"'], [3, 'missing fields']])
   })
 
+  test('two series of one hash (31·h + c: "Aa" and "BB") each parse as themselves, whichever the cache holds', () => {
+    const cache = new SeriesCache()
+    for (let i = 0; i < 2; i++) {
+      const { points } = parseLineProtocol('Aa,t=x v=1\nBB,t=x v=2\nAa,t=x v=3', 'ns', cache)
+      expect(points.map((p) => [p.series.measurement, p.fields[0]!.value])).toEqual([['Aa', 1], ['BB', 2], ['Aa', 3]])
+    }
+  })
+
+  test('a series\' field keys are read anew where the text differs from the keys remembered: another order, a longer or shorter key, an escape', () => {
+    const cache = new SeriesCache()
+    const body = 'm a=1,b=2\nm b=3,a=4\nm ab=5,a=6\nm a=7,abc=8\nm a\\ b=9,b=10\nm a\\ b=11,b=12'
+    for (let i = 0; i < 2; i++) {
+      expect(parseLineProtocol(body, 'ns', cache).points.map((p) => p.fields)).toEqual([
+        [{ key: 'a', value: 1 }, { key: 'b', value: 2 }], [{ key: 'b', value: 3 }, { key: 'a', value: 4 }],
+        [{ key: 'ab', value: 5 }, { key: 'a', value: 6 }], [{ key: 'a', value: 7 }, { key: 'abc', value: 8 }],
+        [{ key: 'a b', value: 9 }, { key: 'b', value: 10 }], [{ key: 'a b', value: 11 }, { key: 'b', value: 12 }],
+      ])
+    }
+  })
+
+  test('the series guessed from the line before (the one that followed it last time) is taken only where the text repeats it up to its space', () => {
+    const cache = new SeriesCache()
+    const series = (body: string) => parseLineProtocol(body, 'ns', cache).points.map((p) => [p.series.measurement, ...p.series.tags])
+    for (let i = 0; i < 2; i++) expect(series('cpu v=0\ncpu,host=a v=1\ncpu,host=ab v=2\ncpu,host=a\\ b v=3')).toEqual([['cpu'], ['cpu', 'host', 'a'], ['cpu', 'host', 'ab'], ['cpu', 'host', 'a b']])
+    expect(series('cpu v=0\ncpu,host=ab v=2\ncpu,host=a\\ b v=3\ncpu,host=a v=1\ncpu,host=a v=4')).toEqual([['cpu'], ['cpu', 'host', 'ab'], ['cpu', 'host', 'a b'], ['cpu', 'host', 'a'], ['cpu', 'host', 'a']])
+    expect(series('cpu v=0\ncpu,host=a\r\ncpu,host=a v=5').length).toBe(2)
+  })
+
   test('a series text that broke the grammar is not remembered, and stays refused', () => {
     const cache = new SeriesCache()
     for (let i = 0; i < 2; i++) expect(parseLineProtocol('cpu,host= v=1\ncpu,host=a,host=b v=1', 'ns', cache).errors.map((e) => e.reason)).toEqual(['missing tag value for tag key "host"', 'duplicate tag key "host"'])
