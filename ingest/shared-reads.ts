@@ -5,10 +5,12 @@
 // and every waiter builds its answer from the same rows, so the answers are those of a read of its own (the query
 // frontends in front of Grafana, Thanos's and Cortex's, do the same).
 //
-// A request joins only a read begun at most JOIN_MS before it: its answer holds the readings as they were at most that
-// long before it was asked for (a read of its own holds them as they were when the store ran it). The read is the
-// first asker's: its slot, its lane and its deadline; it is cancelled in the store only once every waiter's client
-// has gone, and a client that goes away gives up its own wait alone.
+// A request joins only a read begun at most JOIN_MS before it, still in flight or already answered: its answer holds
+// the readings as they were at most that long before it was asked for (a read of its own holds them as they were when
+// the store ran it). Answered reads are kept for the rest of that window because dashboards ask one after another, not
+// at once: the dense bench's, asking the same 5-minute-grid question per room, shared 0 reads in flight alone. The
+// read is the first asker's: its slot, its lane and its deadline; it is cancelled in the store only once every
+// waiter's client has gone, and a client that goes away gives up its own wait alone.
 
 /** How long after a read began a request may still join it (see above). */
 export const JOIN_MS = 1_000
@@ -28,7 +30,7 @@ export class SharedReads {
 
   /**
    * The rows of `read` under `key` (the account, the question and the page position: whatever decides the rows): a
-   * read of the same key begun under JOIN_MS ago is joined, otherwise one is started, given a signal that aborts once
+   * read of the same key begun under JOIN_MS ago, in flight or answered, is joined, otherwise one is started, given a signal that aborts once
    * every waiter's `clientGone` has.
    */
   read<T>(key: string, clientGone: AbortSignal, read: (clientGone: AbortSignal) => Promise<T>): Promise<T> {
@@ -38,9 +40,10 @@ export class SharedReads {
     else {
       const started: InFlight = { rows: undefined as unknown as Promise<unknown>, began: Date.now(), waiting: 0, allGone: new AbortController() }
       started.rows = read(started.allGone.signal)
-      // Settled, it is joined no more; and its failure is each waiter's, never an unhandled one.
+      // Answered, it is kept until JOIN_MS after it began; failed, it is joined no more (the next asker reads again).
+      // Its failure is each waiter's, never an unhandled one.
       const forget = () => { if (this.inFlight.get(key) === started) this.inFlight.delete(key) }
-      started.rows.then(forget, forget)
+      started.rows.then(() => { setTimeout(forget, Math.max(0, started.began + JOIN_MS - Date.now())).unref?.() }, forget)
       this.inFlight.set(key, (entry = started))
     }
     const joined = entry

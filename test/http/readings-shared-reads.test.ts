@@ -73,6 +73,35 @@ describe('identical questions in flight', () => {
     expect(rows.every((r) => r.count === 6 && r.avg >= 10 && r.avg < 13)).toBe(true)
   })
 
+  test('asked again once answered: the answer is reused within JOIN_MS of the read\'s start, read afresh after it', async () => {
+    await fresh()
+    const before = sharedCount()
+    const first = await (await get(question, tokens[0]!)).text()
+    const again = await (await get(question, tokens[0]!)).text()
+    expect({ reads: reads.buckets, shared: sharedCount() - before, same: again === first }).toEqual({ reads: 1, shared: 1, same: true })
+    // The other account's same question is never the first one's answer.
+    const other = (await (await get(question, tokens[1]!)).json()) as { data: { avg: number }[] }
+    expect(other.data.every((r) => r.avg >= 20 && r.avg < 23)).toBe(true)
+    expect(reads.buckets).toBe(2)
+    await Bun.sleep(JOIN_MS + 50)
+    expect(await (await get(question, tokens[0]!)).text()).toBe(first)
+    expect(reads.buckets).toBe(3)
+  })
+
+  test('a failed read is not kept: the next asker reads again', async () => {
+    await fresh()
+    const real = env.deps.readings.buckets
+    let failures = 1
+    env.deps.readings.buckets = async (...args) => { if (failures-- > 0) { reads.buckets++; throw new Error('store went away') } return real(...args) }
+    try {
+      expect((await get(question, tokens[0]!)).status).toBeGreaterThanOrEqual(500)
+      expect((await get(question, tokens[0]!)).status).toBe(200)
+      expect(reads.buckets).toBe(2)
+    } finally {
+      env.deps.readings.buckets = real
+    }
+  })
+
   test('another account asking the same question at the same moment reads its own rows', async () => {
     await fresh()
     closeGate()
