@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { readingsJson, readingsLineProtocol, readingsOf } from './load/generator.ts'
+import { medianBy } from './lib/load.ts'
 import { cpuMicros, ourServer, startServer } from './lib/processes.ts'
 import { accountAndToken, createDevices } from './lib/setup.ts'
 
@@ -29,7 +30,7 @@ const PER_REQUEST = 100
 const CHANNELS = 10
 type Kind = 'json' | 'lp'
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const median = (values: number[]) => medianBy(values, (value) => value)
 
 const dataDir = mkdtempSync(join(tmpdir(), 'hrs-lpcpu-'))
 // The embedded defaults: no DATABASE_URL or REDIS_URL. Limits out of the way, as serverEnv sets them.

@@ -10,6 +10,7 @@ import { parseLineProtocol, SeriesCache } from '../ingest/influx/line-protocol.t
 import { linesToReadings } from '../ingest/influx/write.ts'
 import { parseBatch } from '../ingest/parse.ts'
 import { parseJsonBody } from '../src/http/json-body.ts'
+import { medianBy } from './lib/load.ts'
 import { readingsJson, readingsLineProtocol, readingsOf } from './load/generator.ts'
 
 const N = Number(process.env.N || 20_000)
@@ -46,5 +47,5 @@ for (let pass = 0; pass < 5; pass++) {
   }
 }
 if (parsed !== 5 * kinds.length * N * PER_REQUEST) throw new Error(`parsed ${parsed} readings, expected ${5 * kinds.length * N * PER_REQUEST}`)
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const median = (values: number[]) => medianBy(values, (value) => value)
 console.log(kinds.map((kind) => `${kind} ${median(times[kind]!).toFixed(3)} µs`).join(', '), `per reading (medians of 3 passes of ${N} bodies)`)

@@ -30,8 +30,8 @@ export class SharedReads {
 
   /**
    * The rows of `read` under `key` (the account, the question and the page position: whatever decides the rows): a
-   * read of the same key begun under JOIN_MS ago, in flight or answered, is joined, otherwise one is started, given a signal that aborts once
-   * every waiter's `clientGone` has.
+   * read of the same key begun under JOIN_MS ago, in flight or answered, is joined, otherwise one is started, given a
+   * signal that aborts once every waiter's `clientGone` has.
    */
   read<T>(key: string, clientGone: AbortSignal, read: (clientGone: AbortSignal) => Promise<T>): Promise<T> {
     if (clientGone.aborted) return Promise.reject(goneError(clientGone))
