@@ -18,6 +18,7 @@ import { bucketPage, INTERVALS, planQuery, rawPage, type CatalogueScope, type Re
 import { Lanes } from './lanes.ts'
 import { READ_AHEAD_MS, ReadAhead } from './read-ahead.ts'
 import { JOIN_MS, SharedReads } from './shared-reads.ts'
+import { KeptBuckets } from './kept-buckets.ts'
 import type { SeriesCatalogue } from './series.ts'
 import { AGGREGATES, compareKeys, FILLS, GROUPINGS, groupKey, type Aggregate, type BucketPosition, type BucketRow, type BucketSpec, type Grouping, type ReadingsFilter, type ReadingsStore, type SeriesPosition } from './stores/interface.ts'
 const DEFAULT_WINDOW_MS = 24 * 3600 * 1000
@@ -78,6 +79,9 @@ questions asked at once (same account, window, filters, aggregation, page positi
 same \`from\` and \`to\` ask) share one read of the store: a request joins a read begun at most ${JOIN_MS / 1000} s before it, so its answer may
 hold the readings as they were up to that long before, and is otherwise the answer of a read of its own (counted in
 \`hrs_readings_shared_reads_total\` on \`/metrics\`). A window left to default ends at the moment asked, so it is a question of its own.
+Whole buckets a JSON page read are kept by the service (\`READINGS_KEPT_ROWS\`, up to 2 minutes), and the next page of the same question
+(account, filters, interval, aggregates, grouping; any window or page size) reads from the store only the buckets not kept: a write into a
+kept bucket's time, by any process, makes it read again, so the answer is the one a read of its own gives.
 
 **Retention.** Raw readings are kept ${RETENTION.rawDays} days, minute rollups ${RETENTION.minuteDays}, hour rollups ${RETENTION.hourDays}, day rollups
 ${RETENTION.dayDays ? `${RETENTION.dayDays} days` : 'forever'} (operator settings \`READINGS_RETENTION_DAYS\`, \`READINGS_MINUTE_ROLLUP_RETENTION_DAYS\`,
@@ -189,7 +193,7 @@ export interface ReadingsQueryDeps {
   series: SeriesCatalogue
   shared: SharedStore
   config: { readingsQueries: ReadingsQueryLimits; readingsRetention: ReadingsRetention }
-  metrics: Pick<Metrics, 'readingsCsvBroken' | 'readingsSharedReads'>
+  metrics: Pick<Metrics, 'readingsCsvBroken' | 'readingsSharedReads' | 'readingsBucketRows'>
   log: Logger
 }
 
@@ -257,6 +261,12 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
   const readAhead = new ReadAhead<Row[]>()
   const sharedReads = new SharedReads(() => deps.metrics.readingsSharedReads.inc())
   const heavyLanes = new Lanes(deps.config.readingsQueries.heavyConcurrency)
+  const kept = new KeptBuckets(deps.shared, deps.config.readingsQueries.keptRows, (fromStore, fromKept) => {
+    deps.metrics.readingsBucketRows.inc(['store'], fromStore)
+    deps.metrics.readingsBucketRows.inc(['kept'], fromKept)
+  })
+  // JSON pages of buckets are answered from kept buckets where they can be; a CSV file (an export, read once) is not kept.
+  const keptStore = kept.over(deps.readings)
   return new Elysia({ name: 'readings', prefix: API_PREFIX })
     .use(principalMacro)
     .get('/environment/readings', async ({ principal, request, query, set }) => {
@@ -303,7 +313,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
         : sharedReads.read(`${question}\u0000${key}`, clientGone, (allGone) => read(work, false, allGone))
       const fetchRows = (count: number, after?: BucketPosition, skip?: number, waitForSlot = false, clientGone = request.signal): Promise<Row[]> =>
         sharedRead<Row[]>(JSON.stringify(['rows', count, after ?? null, skip ?? 0]),
-          async (signal) => (spec ? bucketPage(store, filter, spec, count, after, signal, catalogue, skip ?? 0) : rawPage(store, filter, count, after as SeriesPosition | undefined, skip ?? 0, signal, series)), waitForSlot, clientGone)
+          async (signal) => (spec ? bucketPage(csv ? store : keptStore, filter, spec, count, after, signal, catalogue, skip ?? 0) : rawPage(store, filter, count, after as SeriesPosition | undefined, skip ?? 0, signal, series)), waitForSlot, clientGone)
       const encodePosition = (p: BucketPosition) => deps.cursors.encode(scope, [...window, ...p])
 
       if (query.latest) {

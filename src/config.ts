@@ -112,6 +112,11 @@ export interface ReadingsQueryLimits {
    * page's most (10,000) for a light one's (ingest/query.ts). Tests set it small to walk files of several steps.
    */
   readonly csvStepRows?: number
+  /**
+   * The most bucket rows kept in this process from earlier reads of the same questions (ingest/kept-buckets.ts), the
+   * least recently used dropped first; 0 keeps none.
+   */
+  readonly keptRows: number
   /** Connections of the readings queries' own pool (Postgres and QuestDB), apart from ingest's and the records'. */
   readonly connections: number
   /**
@@ -126,7 +131,7 @@ export interface ReadingsQueryLimits {
  * more than any query within it takes from the rollups, and well under a client's patience (30 s is common). One
  * heavy query at a time per process leaves a 2-core node's other core to ingest, small reads and the records API.
  */
-export const READINGS_QUERY_DEFAULTS: ReadingsQueryLimits = { maxBuckets: 1_000_000, heavyRows: 20_000, perAccount: 2, timeoutMs: 5_000, connections: 4, heavyConcurrency: 1 }
+export const READINGS_QUERY_DEFAULTS: ReadingsQueryLimits = { maxBuckets: 1_000_000, heavyRows: 20_000, perAccount: 2, timeoutMs: 5_000, connections: 4, heavyConcurrency: 1, keptRows: 1_000_000 }
 
 /**
  * Days each level of readings is kept, deployment-wide (0: forever). Expiry drops whole partitions (a day of raw
@@ -368,6 +373,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: int(env, 'READINGS_QUERY_TIMEOUT_MS', READINGS_QUERY_DEFAULTS.timeoutMs, 100),
       connections: int(env, 'READINGS_QUERY_CONNECTIONS', READINGS_QUERY_DEFAULTS.connections, 1),
       heavyConcurrency: int(env, 'READINGS_HEAVY_CONCURRENCY', READINGS_QUERY_DEFAULTS.heavyConcurrency, 1),
+      keptRows: int(env, 'READINGS_KEPT_ROWS', READINGS_QUERY_DEFAULTS.keptRows, 0),
     },
     readingsRetention: readingsRetention(env),
     streams: {

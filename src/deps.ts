@@ -18,6 +18,7 @@ import { createLogger, type Logger } from './log.ts'
 import { createIngest, type Ingest } from '../ingest/index.ts'
 import type { ReadingsStore } from '../ingest/stores/interface.ts'
 import { sqlStore } from '../ingest/stores/sql.ts'
+import { markingWrites } from '../ingest/kept-buckets.ts'
 import { SeriesCatalogue } from '../ingest/series.ts'
 import { AlertEvaluator } from './modules/alerts/evaluator.ts'
 import { StreamHub } from './streams/hub.ts'
@@ -107,9 +108,10 @@ async function startFeatures(core: Core, options: Pick<DepsOptions, 'readings' |
   const reader = { connections: config.readingsQueries.connections, statementTimeoutMs: config.readingsQueries.timeoutMs + 1_000 }
   // The QuestDB store is loaded only where it is configured: with its official client it held 0.5 MB (5,000
   // objects) of a 15.4 MB live heap that every full collection marks, in servers that never use it (2026-11-29).
-  const readings = options.readings ? options.readings(database) : config.questdbIlp
+  // Every write marks what it touched, for the buckets readings queries keep (ingest/kept-buckets.ts).
+  const readings = markingWrites(options.readings ? options.readings(database) : config.questdbIlp
     ? await (await import('../ingest/stores/questdb.ts')).questdbStore(config, catalogue, { records: database, log: (message, error) => log.warn(message, { error: String(error) }) })
-    : sqlStore(database, reader, catalogue)
+    : sqlStore(database, reader, catalogue), shared)
   const dispatcher = new Dispatcher(database, config, log, systemResolver, { onAttempt: (outcome) => metrics.webhookAttempts.inc([outcome]) })
   const alerts = new AlertEvaluator({ db: database.db, shared, readings, log, now: options.clock })
   await alerts.start()

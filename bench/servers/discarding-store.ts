@@ -14,6 +14,7 @@ export function discardingStore(): { store: ReadingsStore; discarded: { readings
     async raw() { return [] },
     async buckets() { return [] },
     async latest() { return [] },
+    async unsettledMinutes() { return [] },
     async ping() {},
     async close() {},
   }

@@ -134,6 +134,13 @@ export interface ReadingsStore {
    * greatest of them when several series have a reading at that same time.
    */
   buckets(filter: ReadingsFilter, spec: AggregationSpec, limit: number, after?: BucketPosition, skip?: number, signal?: AbortSignal): Promise<BucketRow[]>
+  /**
+   * The minutes within [from, to) whose readings the store cannot yet vouch for in every form it reads them from
+   * (QuestDB: written, and not yet applied or in the rollups, its rollup marks); undefined where it cannot tell
+   * (QuestDB without a records database, or before its first watch of the views). The SQL store's writes are read
+   * as they are once acknowledged: none. Buckets holding such a minute are not kept (ingest/kept-buckets.ts).
+   */
+  unsettledMinutes(from: number, to: number): Promise<number[] | undefined>
   /** The newest reading of each (device, channel) within the filter, ordered by device then channel. */
   latest(filter: ReadingsFilter, limit: number, after?: LatestPosition, signal?: AbortSignal): Promise<RawRow[]>
   ping(): Promise<void>

@@ -517,6 +517,11 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       const halves = await Promise.all([{ ...filter, to: middle }, { ...filter, from: middle }].map((half) => readBuckets(half, spec, pieces(half.from, half.to), wanted, after, signal)))
       return halves.flat().slice(skip, wanted)
     },
+    async unsettledMinutes(from, to) {
+      // Without marks nothing is known applied; until a watch has settled, writes from before this process may be unmarked.
+      if (!marks || (watch && !watch.settled)) return undefined
+      return marks.markedMinutes(from, to)
+    },
     async latest(filter, limit, after?: LatestPosition, signal = NO_DEADLINE) {
       const page = (window: ReadingsFilter) => query(`select * from (
           select ${RAW_COLUMNS} from ${table} where ${where(window)} latest on ts partition by device_id, channel

@@ -66,6 +66,8 @@ export function withFallback(primary: SharedStore, fallback: SharedStore, option
     },
     get: (key) => route((s) => s.get(key)),
     set: (key, value, ttlMs) => route((s) => s.set(key, value, ttlMs)),
+    getMany: (keys) => route((s) => s.getMany(keys)),
+    setMany: (keys, value, ttlMs) => route((s) => s.setMany(keys, value, ttlMs)),
     // Both stores run this process's handlers before sending, so publishing on the fallback still applies the
     // message here; only other processes miss it while the primary is down.
     publish: (channel, message) => route((s) => s.publish(channel, message)),

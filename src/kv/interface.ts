@@ -24,6 +24,10 @@ export interface SharedStore {
   giveSlot(key: string, token: string): Promise<void>
   get(key: string): Promise<string | null>
   set(key: string, value: string, ttlMs: number): Promise<void>
+  /** The values of `keys` (null where absent or expired), in their order, in one round trip. */
+  getMany(keys: readonly string[]): Promise<(string | null)[]>
+  /** Sets every key of `keys` to `value`, each expiring after `ttlMs`, in one round trip. */
+  setMany(keys: readonly string[], value: string, ttlMs: number): Promise<void>
   /**
    * Sends `message` to every subscriber of `channel`. This process's own handlers have run by the time it
    * resolves (read-your-writes); they may see the message a second time, so handlers must be idempotent.

@@ -73,6 +73,14 @@ export function memoryStore(): MemoryStore {
     async set(key, value, ttlMs) {
       values.set(key, { value, expiresAt: Date.now() + ttlMs })
     },
+    async getMany(keys) {
+      const now = Date.now()
+      return keys.map((key) => live(key, now)?.value ?? null)
+    },
+    async setMany(keys, value, ttlMs) {
+      const expiresAt = Date.now() + ttlMs
+      for (const key of keys) values.set(key, { value, expiresAt })
+    },
     async publish(channel, message) {
       for (const handler of handlers.get(channel) ?? []) handler(message)
     },

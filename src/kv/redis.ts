@@ -107,6 +107,15 @@ export async function redisStore(url: string, prefix: string, timeouts: RedisTim
     async set(key, value, ttlMs) {
       await client.set(prefix + key, value, 'PX', ttlMs)
     },
+    async getMany(keys) {
+      return keys.length ? client.mget(keys.map((key) => prefix + key)) : []
+    },
+    async setMany(keys, value, ttlMs) {
+      if (!keys.length) return
+      const pipeline = client.pipeline()
+      for (const key of keys) pipeline.set(prefix + key, value, 'PX', ttlMs)
+      for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error
+    },
     async publish(channel, message) {
       // This process's handlers run before the call returns, so a caller reads its own invalidation at
       // once; they run again when Redis echoes the message back, which is why handlers must be idempotent.

@@ -6,6 +6,7 @@ import { sqlStore } from '../../ingest/stores/sql.ts'
 import type { ReadingsStore } from '../../ingest/stores/interface.ts'
 import { JOIN_MS } from '../../ingest/shared-reads.ts'
 import { createTestEnv, waitFor, type TestEnv } from '../helpers.ts'
+import { loadConfig } from '../../src/config.ts'
 
 /** The store, counting bucket and latest reads, each held until the gate opens while one is closed. */
 const reads = { buckets: 0, latest: 0 }
@@ -29,7 +30,8 @@ let env: TestEnv
 const tokens: string[] = []
 
 beforeAll(async () => {
-  env = await createTestEnv({}, { readings: (database) => gated(sqlStore(database)) })
+  // Nothing kept (ingest/kept-buckets.ts): every read counted here is one the store makes for a request.
+  env = await createTestEnv({ readingsQueries: { ...loadConfig({}).readingsQueries, keptRows: 0 } }, { readings: (database) => gated(sqlStore(database)) })
   // Two accounts with a device each, the same channel, different values: 10 and 20.
   for (const value of [10, 20]) {
     const { token } = await env.account({ scopes: ['sensors:write', 'environment:read'] })

@@ -45,6 +45,20 @@ describe(`shared store counters (${REAL_REDIS_URL ? 'redis' : 'memory'})`, () =>
     expect(await second.addAll([{ key: 'b', amount: 4 }, { key: 'c', amount: 2 }, { key: 'a', amount: 1 }], 60_000)).toEqual([5, 2, 4])
     expect(await second.addAll([], 60_000)).toEqual([])
   })
+
+  test('setMany sets many keys to one value; getMany reads them in order, null where absent or expired, from another connection too', async () => {
+    const first = await open()
+    await first.setMany(['m:a', 'm:b'], 'token-1', 60_000)
+    await first.setMany(['m:short'], 'token-2', 30)
+    const second = REAL_REDIS_URL ? await open() : first
+    expect(await second.getMany(['m:b', 'm:none', 'm:a', 'm:short'])).toEqual(['token-1', null, 'token-1', 'token-2'])
+    await Bun.sleep(60)
+    expect(await second.getMany(['m:short', 'm:a'])).toEqual([null, 'token-1'])
+    await second.setMany(['m:a'], 'token-3', 60_000)
+    expect(await first.getMany(['m:a', 'm:b'])).toEqual(['token-3', 'token-1'])
+    expect(await first.getMany([])).toEqual([])
+    await first.setMany([], 'nothing', 60_000)
+  })
 })
 
 describe(`shared store scripts (${REAL_REDIS_URL ? 'redis' : 'memory'})`, () => {

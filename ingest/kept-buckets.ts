@@ -1,0 +1,235 @@
+// Closed buckets kept (issue 57): a dashboard asks the same question every few seconds, and all that changed since
+// it last asked is its newest bucket or two. A bucket the store has answered is kept, whole (every group of it), under
+// the question that decides its rows (the account, the filters, the interval, aggregates and grouping, not the
+// window or page), and the next ask reads from the store only the buckets that are not kept: the results cache the
+// query frontends serving Grafana keep (Thanos, Cortex and Mimir split a query by interval and keep each part).
+//
+// Exactness: a kept bucket is used only while no write has touched its time since it was read, so an answer built
+// from kept buckets is the answer of a read of its own. Every write, once stored, marks the minutes, hours and days
+// it touched, per account, in the shared store (Redis across processes; WRITE_MARK_MS), with a token of its own
+// (markingWrites). A bucket is kept with the marks its time had when its read began, and used only while they are
+// unchanged. A write is marked after it is stored, so a read that began before the mark either saw the write or
+// finds its bucket's marks changed. Where a stored write is readable only later (QuestDB applies its WAL a moment
+// after acknowledging, and the rollups follow), the store names the minutes it cannot yet vouch for
+// (ReadingsStore.unsettledMinutes: QuestDB's rollup marks, questdb-rollups.ts); a bucket holding one is neither kept
+// nor served from what was kept, and a store that cannot tell has nothing kept.
+//
+// Only whole buckets are kept: a window's first and last bucket are partial when `from` or `to` fall inside them,
+// and are read from the store each time. A bucket is kept for KEPT_MS at most: while the shared store is
+// unreachable each process marks its writes in its own memory (src/kv/fallback.ts), so another process's kept bucket
+// can miss them for that long; while this process sees it unreachable nothing is kept or served.
+import { randomUUID } from 'node:crypto'
+import type { FallbackStore } from '../src/kv/fallback.ts'
+import type { SharedStore } from '../src/kv/interface.ts'
+import { bucketNumber, bucketStart, INTERVALS } from './planner.ts'
+import { compareKeys, groupKey, type AggregationSpec, type BucketPosition, type BucketRow, type IntervalName, type ReadingsFilter, type ReadingsStore } from './stores/interface.ts'
+
+const MINUTE_MS = 60_000
+const HOUR_MS = 3_600_000
+const DAY_MS = 86_400_000
+/** How long a kept bucket may be used after its read began (see above). */
+export const KEPT_MS = 120_000
+/** How long a write's marks last: longer than a bucket is kept, so a write after a bucket was read is always seen. */
+const WRITE_MARK_MS = 3_600_000
+/**
+ * A token the shared store keeps while it keeps the marks: should it lose them (a Redis restarted empty, flushed),
+ * the token read then differs from every kept bucket's, and nothing kept before is used.
+ */
+const EPOCH_KEY = 'readings-written:epoch'
+const EPOCH_MS = 30 * DAY_MS
+/** A read whose buckets span more marks than this is not kept: one round trip of the shared store stays small. */
+const MAX_MARKS = 5_000
+
+/** The grain of the marks a bucket of `interval` is checked against: minutes under an hour, hours under a day, else days. */
+const markGrain = (interval: IntervalName) => (INTERVALS[interval] < HOUR_MS ? MINUTE_MS : INTERVALS[interval] < DAY_MS ? HOUR_MS : DAY_MS)
+const markKey = (accountId: string, grain: number, start: number) => `readings-written:${accountId}:${grain}:${start}`
+
+/**
+ * The store as writers use it: each write, once stored, marks what it touched (see above). Awaited before the write
+ * resolves, so a reading acknowledged is one whose marks are set.
+ */
+export function markingWrites(store: ReadingsStore, shared: SharedStore): ReadingsStore {
+  return Object.assign(Object.create(store) as ReadingsStore, {
+    async write(readings: Parameters<ReadingsStore['write']>[0]) {
+      await store.write(readings)
+      if (!readings.length) return
+      const keys = new Set<string>()
+      let lastAccount: string | undefined
+      let lastMinute = NaN
+      // A batch is mostly one minute of one account: its keys are made once per change of either.
+      for (const reading of readings) {
+        const minute = Math.floor(reading.ts / MINUTE_MS) * MINUTE_MS
+        if (minute === lastMinute && reading.accountId === lastAccount) continue
+        lastMinute = minute
+        lastAccount = reading.accountId
+        keys.add(markKey(reading.accountId, MINUTE_MS, minute))
+        keys.add(markKey(reading.accountId, HOUR_MS, Math.floor(minute / HOUR_MS) * HOUR_MS))
+        keys.add(markKey(reading.accountId, DAY_MS, Math.floor(minute / DAY_MS) * DAY_MS))
+      }
+      await shared.setMany([...keys], randomUUID(), WRITE_MARK_MS)
+    },
+  })
+}
+
+interface Kept { rows: BucketRow[]; marks: string; until: number }
+
+/** What the buckets a read covers looked like when it began: the marks of each, and the minutes the store cannot vouch for. */
+interface Snapshot { marks: (n: number) => string; unsettled: (n: number) => boolean }
+
+export class KeptBuckets {
+  private readonly kept = new Map<string, Kept>()
+  private rows = 0
+
+  /** `maxRows`: the most rows kept at once (READINGS_KEPT_ROWS; 0 keeps none), the least recently used dropped first. */
+  constructor(private readonly shared: SharedStore, private readonly maxRows: number, private readonly onRead: (rows: number, kept: number) => void = () => {}) {}
+
+  /** `store` with its bucket reads answered from what is kept where it can be. */
+  over(store: ReadingsStore): ReadingsStore {
+    return Object.assign(Object.create(store) as ReadingsStore, {
+      buckets: (filter: ReadingsFilter, spec: AggregationSpec, limit: number, after?: BucketPosition, skip = 0, signal?: AbortSignal) => this.buckets(store, filter, spec, limit, after, skip, signal),
+    })
+  }
+
+  get keptRows(): number { return this.rows }
+
+  private async buckets(store: ReadingsStore, filter: ReadingsFilter, spec: AggregationSpec, limit: number, after: BucketPosition | undefined, skip: number, signal: AbortSignal | undefined): Promise<BucketRow[]> {
+    const { interval } = spec
+    const direct = () => store.buckets(filter, spec, limit, after, skip, signal)
+    if (this.maxRows === 0 || skip > 0 || limit <= 0 || filter.from >= filter.to || (this.shared as Partial<FallbackStore>).primaryUp === false) return direct()
+    // The whole buckets of the window from `after`'s on (those before it are not asked for).
+    let first = bucketNumber(interval, filter.from)
+    if (bucketStart(interval, first) < filter.from) first++
+    if (after) first = Math.max(first, bucketNumber(interval, after[0]))
+    let last = bucketNumber(interval, filter.to - 1)
+    if (bucketStart(interval, last + 1) > filter.to) last--
+    const wholeFrom = bucketStart(interval, first)
+    const wholeTo = bucketStart(interval, last + 1)
+    if (first > last) return direct()
+    const snapshot = await this.snapshot(store, filter.accountId, interval, wholeFrom, wholeTo)
+    if (!snapshot) return direct()
+
+    const question = `${filter.accountId}\u0000${filter.environmentId ?? ''}\u0000${filter.deviceId ?? ''}\u0000${filter.channel ?? ''}\u0000${filter.metric ?? '\u0001'}\u0000${interval}\u0000${spec.groupBy}\u0000${spec.aggregates.join(',')}`
+    const keyOf = (n: number) => `${question}\u0000${n}`
+    const now = Date.now()
+    const usable = (n: number): Kept | undefined => {
+      const entry = this.kept.get(keyOf(n))
+      if (!entry) return undefined
+      if (entry.until <= now || entry.marks !== snapshot.marks(n) || snapshot.unsettled(n)) {
+        this.drop(keyOf(n), entry)
+        return undefined
+      }
+      // Used: moved to the end of the order of use.
+      this.kept.delete(keyOf(n))
+      this.kept.set(keyOf(n), entry)
+      return entry
+    }
+    const afterKey = after && ([after[1], after[2]] as const)
+    const out: BucketRow[] = []
+    let fromStore = 0
+    let fromKept = 0
+    // The window's partial first bucket, where it is still asked for.
+    if (filter.from < wholeFrom && (!after || after[0] < wholeFrom)) {
+      const rows = await store.buckets({ ...filter, to: wholeFrom }, spec, limit, after, 0, signal)
+      fromStore += rows.length
+      out.push(...rows)
+    }
+    let n = first
+    while (n <= last && out.length < limit) {
+      const entry = usable(n)
+      if (entry) {
+        // `after`'s bucket: only its groups after `after`.
+        let rows = entry.rows
+        if (afterKey && bucketStart(interval, n) === after![0]) rows = rows.filter((row) => compareKeys(groupKey(row, spec.groupBy), [afterKey[0], afterKey[1]]) > 0)
+        const taken = rows.slice(0, limit - out.length)
+        fromKept += taken.length
+        out.push(...taken)
+        n++
+        continue
+      }
+      // A run of buckets not kept, read at once.
+      let m = n
+      while (m < last && !this.kept.has(keyOf(m + 1))) m++
+      const runFrom = bucketStart(interval, n)
+      const runTo = bucketStart(interval, m + 1)
+      const runAfter = after && after[0] >= runFrom ? after : undefined
+      const wanted = limit - out.length
+      const rows = await store.buckets({ ...filter, from: runFrom, to: runTo }, spec, wanted, runAfter, 0, signal)
+      fromStore += rows.length
+      this.keep(rows, wanted, n, m, interval, runAfter, snapshot, keyOf, now)
+      out.push(...rows)
+      n = m + 1
+    }
+    // The window's partial last bucket.
+    if (out.length < limit && wholeTo < filter.to) {
+      const rows = await store.buckets({ ...filter, from: Math.max(filter.from, wholeTo) }, spec, limit - out.length, after && after[0] >= wholeTo ? after : undefined, 0, signal)
+      fromStore += rows.length
+      out.push(...rows)
+    }
+    this.onRead(fromStore, fromKept)
+    return out
+  }
+
+  /**
+   * Keeps the buckets `n`..`m` a read of them answered whole: every one when fewer rows came than were asked for,
+   * else those before the last row's bucket; never `after`'s (its groups up to `after` were left out), nor one holding
+   * a minute the store cannot vouch for. A bucket without readings is kept too, as no rows.
+   */
+  private keep(rows: BucketRow[], wanted: number, n: number, m: number, interval: IntervalName, after: BucketPosition | undefined, snapshot: Snapshot, keyOf: (n: number) => string, now: number): void {
+    const lastWhole = rows.length < wanted ? m : rows.length ? bucketNumber(interval, rows[rows.length - 1]!.ts) - 1 : n - 1
+    const skipped = after ? bucketNumber(interval, after[0]) : undefined
+    let i = 0
+    for (let b = n; b <= lastWhole; b++) {
+      const start = i
+      while (i < rows.length && bucketNumber(interval, rows[i]!.ts) === b) i++
+      if (b === skipped || snapshot.unsettled(b)) continue
+      const key = keyOf(b)
+      const old = this.kept.get(key)
+      if (old) this.drop(key, old)
+      const entry = { rows: rows.slice(start, i), marks: snapshot.marks(b), until: now + KEPT_MS }
+      this.kept.set(key, entry)
+      this.rows += entry.rows.length + 1
+    }
+    for (const [key, entry] of this.kept) {
+      if (this.rows <= this.maxRows) break
+      this.drop(key, entry)
+    }
+  }
+
+  private drop(key: string, entry: Kept): void {
+    this.kept.delete(key)
+    this.rows -= entry.rows.length + 1
+  }
+
+  /**
+   * The marks of [from, to) (whole buckets of `interval`) and the minutes the store cannot vouch for, read before the
+   * store is; undefined where nothing can be kept (too many marks to read at once, a store that cannot tell, no epoch).
+   */
+  private async snapshot(store: ReadingsStore, accountId: string, interval: IntervalName, from: number, to: number): Promise<Snapshot | undefined> {
+    const grain = markGrain(interval)
+    const count = Math.ceil((to - from) / grain)
+    if (count > MAX_MARKS) return undefined
+    const starts = Array.from({ length: count }, (_, i) => from + i * grain)
+    const [values, unsettled] = await Promise.all([
+      this.shared.getMany([EPOCH_KEY, ...starts.map((start) => markKey(accountId, grain, start))]),
+      store.unsettledMinutes(from, to),
+    ])
+    if (!unsettled) return undefined
+    let epoch = values[0]
+    if (!epoch) {
+      // The first read since the shared store was (re)started: what was kept before is of no use.
+      epoch = randomUUID()
+      await this.shared.setMany([EPOCH_KEY], epoch, EPOCH_MS)
+    }
+    const unsettledBuckets = new Set(unsettled.map((minute) => bucketNumber(interval, minute)))
+    return {
+      marks: (n) => {
+        const start = bucketStart(interval, n)
+        const end = bucketStart(interval, n + 1)
+        let text = epoch
+        for (let i = Math.floor((start - from) / grain); i < count && from + i * grain < end; i++) text += `,${values[i + 1] ?? ''}`
+        return text
+      },
+      unsettled: (n) => unsettledBuckets.has(n),
+    }
+  }
+}
