@@ -65,8 +65,10 @@ ${LIMITS.maxBuckets.toLocaleString('en-US')} rows (operator setting \`READINGS_M
 with \`suggested_from\` when the window must start on its grid for the rollups to answer it) and
 \`max_window_seconds\` (the longest window that fits at this interval). Each store query then runs for at most
 ${LIMITS.timeoutMs / 1000} s (\`READINGS_QUERY_TIMEOUT_MS\`) and is cancelled in the store past it, or when the client goes away: 422
-\`query_timeout\`, saying what to narrow. Queries over ${LIMITS.heavyRows.toLocaleString('en-US')} rows (\`READINGS_HEAVY_ROWS\`; raw pages and CSV
-files count their \`limit\`) are heavy: an account runs at most ${LIMITS.perAccount} at once (\`READINGS_QUERIES_PER_ACCOUNT\`, counted across the
+\`query_timeout\`, saying what to narrow. A request is heavy when it has the store compute over ${LIMITS.heavyRows.toLocaleString('en-US')} rows
+(\`READINGS_HEAVY_ROWS\`), counted from what it reads, not from the whole question it is a page of: a raw page or CSV file its \`limit\`; a
+page or file of buckets its \`limit\` plus a bucket's rows on either side (one per series the filter matches), at most the whole question.
+An account runs at most ${LIMITS.perAccount} heavy requests at once (\`READINGS_QUERIES_PER_ACCOUNT\`, counted across the
 service's processes), beyond that 429 \`too_many_queries\` with \`Retry-After\`; and a process runs ${LIMITS.heavyConcurrency} heavy ${LIMITS.heavyConcurrency === 1 ? 'query' : 'queries'}
 at a time whatever the account (\`READINGS_HEAVY_CONCURRENCY\`: the share of a node's cores they may take), the others waiting their turn
 within their deadline (past it, 429 \`too_many_queries\` as well). Answers come from rollups of the readings (per series at 1 minute,
@@ -302,7 +304,8 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       // A query grouped by metric costs what the series it aggregates cost, though it answers a row per metric.
       const series = await deps.series.count(filter)
       const catalogue: CatalogueScope = { series, metrics: spec?.groupBy === 'metric' ? await deps.series.metrics(filter) : [] }
-      const { heavy } = planQuery(shape, series, from, to, { limits: deps.config.readingsQueries, levels: store.rollupLevels, retention: deps.config.readingsRetention, now: Date.now() })
+      // One more row than the page or file: whether the listing goes on.
+      const { heavy } = planQuery(shape, series, from, to, { limits: deps.config.readingsQueries, levels: store.rollupLevels, retention: deps.config.readingsRetention, now: Date.now() }, rowLimit + 1)
       const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false, clientGone = request.signal) => underDeadline(deps, heavyLanes, clientGone, accountId, heavy, waitForSlot, work)
       // What decides a read's rows, with the account first (shared-reads.ts): the filter (the account, the window, the
       // filters) and the aggregation; a read's own key adds its page position and size.

@@ -173,6 +173,9 @@ export const dense: Scenario = async (ctx) => {
         const drainMs = Date.now() - drainStarted
         const metricsText = await (await fetch(`${api.baseUrl}/metrics`)).text().catch(() => '')
         const sharedReads = Number(/^hrs_readings_shared_reads_total (\S+)$/m.exec(metricsText)?.[1] ?? 0)
+        const bucketRows = (source: string) => Number(new RegExp(`^hrs_readings_bucket_rows_total\\{source="${source}"\\} (\\S+)$`, 'm').exec(metricsText)?.[1] ?? 0)
+        const keptRows = bucketRows('kept')
+        const storeRows = bucketRows('store')
 
         // One environment's last day, by the API (counts) and by the raw rows: every reading counted once.
         const room = environments[0]!
@@ -196,14 +199,14 @@ export const dense: Scenario = async (ctx) => {
         const scale = `${devicesCount} devices, ${environmentsCount} environments, ${days} days (${total.toLocaleString('en-US')} readings), ${dashboards} dashboards, ${seconds} s${setup ? `; ${setup}` : ''}`
         const lines: Line[] = [
           line(NAME, `dashboards answered (${store}), %`, asked ? (100 * answered) / asked : 0, undefined, '%', undefined, 'target', `${answered} of ${asked} (${JSON.stringify(dashboardStatuses)}); target ≥ 99 %; ${scale}`),
-          line(NAME, `dashboard walk p99 (${store})`, quantile(dashboardWalks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(dashboardWalks, 0.5).toFixed(0)} ms; target < 1000 ms; identical reads shared: ${sharedReads}`),
+          line(NAME, `dashboard walk p99 (${store})`, quantile(dashboardWalks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(dashboardWalks, 0.5).toFixed(0)} ms; target < 1000 ms; identical reads shared: ${sharedReads}; bucket rows from kept buckets ${keptRows.toLocaleString('en-US')}, from the store ${storeRows.toLocaleString('en-US')}`),
           line(NAME, `latest p99 (${store})`, quantile(latestTimes, 0.99), undefined, 'ms', undefined, 'target', `${latestStatuses['200'] ?? 0} of ${latestAsked} answered (${JSON.stringify(latestStatuses)}); p50 ${quantile(latestTimes, 0.5).toFixed(1)} ms; target < 100 ms`),
           line(NAME, `export ${days} days hourly, all environments, CSV (${store})`, exportMs, undefined, 'ms', undefined, 'target', `${exportRows} rows; statuses ${JSON.stringify(exportStatuses)}; target: no 429 or timeout`),
           line(NAME, `ingest ack p99 during the phase (${store})`, quantile(acks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(acks, 0.5).toFixed(1)} ms, max ${quantile(acks, 1).toFixed(0)} ms; ${acknowledged} acknowledged, ${stored} stored, ${ingestFailures} failed; target < 250 ms and acknowledged = stored`),
           line(NAME, `rollup marks drained after the phase (${store})`, drainMs, undefined, 'ms', undefined, 'target', `marks ${marksBefore} before the phase, ${marksAfterPhase} after it, ${marksLeft} left after ${(drainMs / 1000).toFixed(0)} s; target: drained within 120 s`),
           line(NAME, `one environment's last day: API counts = raw rows (${store})`, apiCount === rawCount ? 1 : 0, undefined, 'bool', undefined, 'target', `API ${apiCount}, raw ${rawCount}`),
         ]
-        return { lines, details: { store, ...(setup ? { questdb: setup } : {}), devices: devicesCount, environments: environmentsCount, days, dashboards, seconds, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), phaseMs, dashboardStatuses, latestStatuses, exportStatuses, exportRows, exportMs, acknowledged, stored, ingestFailures, marksBefore, marksAfterPhase, marksLeft, drainMs, sharedReads, apiCount, rawCount } }
+        return { lines, details: { store, ...(setup ? { questdb: setup } : {}), devices: devicesCount, environments: environmentsCount, days, dashboards, seconds, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), phaseMs, dashboardStatuses, latestStatuses, exportStatuses, exportRows, exportMs, acknowledged, stored, ingestFailures, marksBefore, marksAfterPhase, marksLeft, drainMs, sharedReads, keptRows, storeRows, apiCount, rawCount } }
       } finally {
         await records.end()
       }

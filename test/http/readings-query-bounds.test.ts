@@ -223,7 +223,7 @@ describe('fairness: heavy queries per account, counted across processes; another
       // one slot (ingest/shared-reads.ts).
       const base = Date.now()
       let asked = 0
-      const heavy = (env: TestEnv, owner: Key) => env.request('GET', `/api/v1/environment/readings?interval=1m&fill=null&limit=5&to=${new Date(base - asked++).toISOString()}`, { token: owner.token })
+      const heavy = (env: TestEnv, owner: Key) => env.request('GET', `/api/v1/environment/readings?interval=1m&fill=null&limit=1000&to=${new Date(base - asked++).toISOString()}`, { token: owner.token })
       const answers = await Promise.all([heavy(first, a), heavy(second, a), heavy(first, a), heavy(second, a), heavy(first, b)])
       const statuses = answers.map((r) => r.status)
       expect(statuses.slice(0, 4).filter((s) => s === 200).length).toBe(2)
@@ -266,7 +266,7 @@ describe('lanes: a process runs READINGS_HEAVY_CONCURRENCY heavy queries at a ti
       const b = await env.account({ scopes: ['sensors:write', 'environment:read'] })
       for (const owner of [a, b]) expect((await post(env, (await device(env, owner)).key, [{ channel: 't1', value: 1 }])).status).toBe(202)
       gatedAccount = a.accountId
-      const heavy = (owner: Key) => env.request('GET', '/api/v1/environment/readings?interval=1m&fill=null&limit=5', { token: owner.token })
+      const heavy = (owner: Key) => env.request('GET', '/api/v1/environment/readings?interval=1m&fill=null&limit=1000', { token: owner.token })
       const holding = heavy(a)
       await Bun.sleep(100)
       const waiting = heavy(b)

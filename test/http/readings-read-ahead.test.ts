@@ -25,7 +25,7 @@ const from = to - 12 * HOUR
 const window = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`
 
 beforeAll(async () => {
-  // heavyRows 30: the 24-row hourly query is light, the same 12 hours by the minute (1,440 rows) heavy.
+  // heavyRows 30: the 24-row hourly query is light; pages of 40 of the same 12 hours by the minute (1,440 rows) heavy.
   // Nothing kept (ingest/kept-buckets.ts): every read counted here is one the store makes for a page.
   env = await createTestEnv({ readingsQueries: { ...loadConfig({}).readingsQueries, heavyRows: 30, keptRows: 0 } }, { readings: (database) => counted(sqlStore(database), reads) })
   token = (await env.account({ scopes: ['sensors:write', 'environment:read'] })).token
@@ -74,13 +74,13 @@ describe('reading ahead', () => {
 
   test('a heavy query\'s first page reads nothing ahead (a first page may be all a client wants); its second page does', async () => {
     await settled()
-    const first = await get(`/api/v1/environment/readings?${window}&interval=1m&limit=10`)
+    const first = await get(`/api/v1/environment/readings?${window}&interval=1m&limit=40`)
     expect(first.next_cursor).toBeString()
     // Sparse minutes take the planner a few reads per page; a read of the next page starts after this page's last bucket.
     const afterFirst = Date.parse(first.data.at(-1)!.ts)
     await Bun.sleep(200)
     expect(reads.bucketsAfter).not.toContain(afterFirst)
-    const second = await get(`/api/v1/environment/readings?${window}&interval=1m&limit=10&cursor=${encodeURIComponent(first.next_cursor!)}`)
+    const second = await get(`/api/v1/environment/readings?${window}&interval=1m&limit=40&cursor=${encodeURIComponent(first.next_cursor!)}`)
     expect(reads.bucketsAfter).toContain(afterFirst)
     const afterSecond = Date.parse(second.data.at(-1)!.ts)
     await waitFor(async () => reads.bucketsAfter.includes(afterSecond), 2_000)

@@ -254,6 +254,11 @@ describe('calendar buckets: numbering, counting and the cost bound', () => {
     try { planQuery({ kind: 'buckets', interval: '1d', fill: 'none' }, 4, from, to, within) } catch (error) { refusal = (error as { extra?: { fields?: Record<string, unknown> } }).extra?.fields }
     expect(refusal).toMatchObject({ rows: 4 * 9497, buckets: 9497, suggested_interval: '1mo' })
     expect(planQuery({ kind: 'buckets', interval: '1mo', fill: 'null' }, 4, from, to, within)).toEqual({ bound: 4 * 312, heavy: true })
+    // A page of 91 rows of it reads its stretch: 91 rows and a bucket (4 rows) on either side, 99 ≤ 100: light.
+    expect(planQuery({ kind: 'buckets', interval: '1mo', fill: 'null' }, 4, from, to, within, 91)).toEqual({ bound: 4 * 312, heavy: false })
+    expect(planQuery({ kind: 'buckets', interval: '1mo', fill: 'null' }, 4, from, to, within, 93)).toEqual({ bound: 4 * 312, heavy: true })
+    // Raw pages count their limit, whatever the page asked.
+    expect(planQuery({ kind: 'raw', limit: 101 }, 4, from, to, within, 101)).toEqual({ bound: 101, heavy: true })
   })
 })
 

@@ -688,8 +688,10 @@ export interface paths {
          *     with `suggested_from` when the window must start on its grid for the rollups to answer it) and
          *     `max_window_seconds` (the longest window that fits at this interval). Each store query then runs for at most
          *     5 s (`READINGS_QUERY_TIMEOUT_MS`) and is cancelled in the store past it, or when the client goes away: 422
-         *     `query_timeout`, saying what to narrow. Queries over 20,000 rows (`READINGS_HEAVY_ROWS`; raw pages and CSV
-         *     files count their `limit`) are heavy: an account runs at most 2 at once (`READINGS_QUERIES_PER_ACCOUNT`, counted across the
+         *     `query_timeout`, saying what to narrow. A request is heavy when it has the store compute over 20,000 rows
+         *     (`READINGS_HEAVY_ROWS`), counted from what it reads, not from the whole question it is a page of: a raw page or CSV file its `limit`; a
+         *     page or file of buckets its `limit` plus a bucket's rows on either side (one per series the filter matches), at most the whole question.
+         *     An account runs at most 2 heavy requests at once (`READINGS_QUERIES_PER_ACCOUNT`, counted across the
          *     service's processes), beyond that 429 `too_many_queries` with `Retry-After`; and a process runs 1 heavy query
          *     at a time whatever the account (`READINGS_HEAVY_CONCURRENCY`: the share of a node's cores they may take), the others waiting their turn
          *     within their deadline (past it, 429 `too_many_queries` as well). Answers come from rollups of the readings (per series at 1 minute,
@@ -702,6 +704,9 @@ export interface paths {
          *     same `from` and `to` ask) share one read of the store: a request joins a read begun at most 1 s before it, so its answer may
          *     hold the readings as they were up to that long before, and is otherwise the answer of a read of its own (counted in
          *     `hrs_readings_shared_reads_total` on `/metrics`). A window left to default ends at the moment asked, so it is a question of its own.
+         *     Whole buckets a JSON page read are kept by the service (`READINGS_KEPT_ROWS`, up to 2 minutes), and the next page of the same question
+         *     (account, filters, interval, aggregates, grouping; any window or page size) reads from the store only the buckets not kept: a write into a
+         *     kept bucket's time, by any process, makes it read again, so the answer is the one a read of its own gives.
          *
          *     **Retention.** Raw readings are kept 90 days, minute rollups 365, hour rollups 1825, day rollups
          *     forever (operator settings `READINGS_RETENTION_DAYS`, `READINGS_MINUTE_ROLLUP_RETENTION_DAYS`,
