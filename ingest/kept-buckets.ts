@@ -7,12 +7,11 @@
 // Exactness: a kept bucket is used only while no write has touched its time since it was read, so an answer built
 // from kept buckets is the answer of a read of its own. Every write, once stored, marks the minutes, hours and days
 // it touched, per account, in the shared store (Redis across processes; WRITE_MARK_MS), with a token of its own
-// (markingWrites). A bucket is kept with the marks its time had when its read began, and used only while they are
-// unchanged. A write is marked after it is stored, so a read that began before the mark either saw the write or
-// finds its bucket's marks changed. Where a stored write is readable only later (QuestDB applies its WAL a moment
-// after acknowledging, and the rollups follow), the store names the minutes it cannot yet vouch for
-// (ReadingsStore.unsettledMinutes: QuestDB's rollup marks, questdb-rollups.ts); a bucket holding one is neither kept
-// nor served from what was kept, and a store that cannot tell has nothing kept.
+// (markingWrites), before it is acknowledged. A bucket is kept with the marks its time had before its read began,
+// and used only while they are unchanged: a write marked later makes it read again. A write marked before is one the
+// read must hold: the marks are read first, then the store is asked to have caught up with every write acknowledged
+// so far (ReadingsStore.caughtUp: QuestDB applies its WAL a moment after acknowledging), and only then is the store
+// read; where it has not caught up in time, nothing that read gives is kept (what was kept is still used).
 //
 // Only whole buckets are kept: a window's first and last bucket are partial when `from` or `to` fall inside them,
 // and are read from the store each time. A bucket is kept for KEPT_MS at most: while the shared store is
@@ -73,8 +72,8 @@ export function markingWrites(store: ReadingsStore, shared: SharedStore): Readin
 
 interface Kept { rows: BucketRow[]; marks: string; until: number }
 
-/** What the buckets a read covers looked like when it began: the marks of each, and the minutes the store cannot vouch for. */
-interface Snapshot { marks: (n: number) => string; unsettled: (n: number) => boolean }
+/** What the buckets a read covers looked like before it began: the marks of each, and whether the read may be kept. */
+interface Snapshot { marks: (n: number) => string; keepable: boolean }
 
 export class KeptBuckets {
   private readonly kept = new Map<string, Kept>()
@@ -114,7 +113,7 @@ export class KeptBuckets {
     const usable = (n: number): Kept | undefined => {
       const entry = this.kept.get(keyOf(n))
       if (!entry) return undefined
-      if (entry.until <= now || entry.marks !== snapshot.marks(n) || snapshot.unsettled(n)) {
+      if (entry.until <= now || entry.marks !== snapshot.marks(n)) {
         this.drop(keyOf(n), entry)
         return undefined
       }
@@ -155,7 +154,7 @@ export class KeptBuckets {
       const wanted = limit - out.length
       const rows = await store.buckets({ ...filter, from: runFrom, to: runTo }, spec, wanted, runAfter, 0, signal)
       fromStore += rows.length
-      this.keep(rows, wanted, n, m, interval, runAfter, snapshot, keyOf, now)
+      if (snapshot.keepable) this.keep(rows, wanted, n, m, interval, runAfter, snapshot, keyOf, now)
       out.push(...rows)
       n = m + 1
     }
@@ -171,8 +170,8 @@ export class KeptBuckets {
 
   /**
    * Keeps the buckets `n`..`m` a read of them answered whole: every one when fewer rows came than were asked for,
-   * else those before the last row's bucket; never `after`'s (its groups up to `after` were left out), nor one holding
-   * a minute the store cannot vouch for. A bucket without readings is kept too, as no rows.
+   * else those before the last row's bucket; never `after`'s (its groups up to `after` were left out). A bucket
+   * without readings is kept too, as no rows.
    */
   private keep(rows: BucketRow[], wanted: number, n: number, m: number, interval: IntervalName, after: BucketPosition | undefined, snapshot: Snapshot, keyOf: (n: number) => string, now: number): void {
     const lastWhole = rows.length < wanted ? m : rows.length ? bucketNumber(interval, rows[rows.length - 1]!.ts) - 1 : n - 1
@@ -181,7 +180,7 @@ export class KeptBuckets {
     for (let b = n; b <= lastWhole; b++) {
       const start = i
       while (i < rows.length && bucketNumber(interval, rows[i]!.ts) === b) i++
-      if (b === skipped || snapshot.unsettled(b)) continue
+      if (b === skipped) continue
       const key = keyOf(b)
       const old = this.kept.get(key)
       if (old) this.drop(key, old)
@@ -201,26 +200,22 @@ export class KeptBuckets {
   }
 
   /**
-   * The marks of [from, to) (whole buckets of `interval`) and the minutes the store cannot vouch for, read before the
-   * store is; undefined where nothing can be kept (too many marks to read at once, a store that cannot tell, no epoch).
+   * The marks of [from, to) (whole buckets of `interval`), then whether the store has caught up with every write
+   * acknowledged before them (in that order: see the top of the file); undefined where too many marks would be read.
    */
   private async snapshot(store: ReadingsStore, accountId: string, interval: IntervalName, from: number, to: number): Promise<Snapshot | undefined> {
     const grain = markGrain(interval)
     const count = Math.ceil((to - from) / grain)
     if (count > MAX_MARKS) return undefined
     const starts = Array.from({ length: count }, (_, i) => from + i * grain)
-    const [values, unsettled] = await Promise.all([
-      this.shared.getMany([EPOCH_KEY, ...starts.map((start) => markKey(accountId, grain, start))]),
-      store.unsettledMinutes(from, to),
-    ])
-    if (!unsettled) return undefined
+    const values = await this.shared.getMany([EPOCH_KEY, ...starts.map((start) => markKey(accountId, grain, start))])
+    const keepable = await store.caughtUp()
     let epoch = values[0]
     if (!epoch) {
       // The first read since the shared store was (re)started: what was kept before is of no use.
       epoch = randomUUID()
       await this.shared.setMany([EPOCH_KEY], epoch, EPOCH_MS)
     }
-    const unsettledBuckets = new Set(unsettled.map((minute) => bucketNumber(interval, minute)))
     return {
       marks: (n) => {
         const start = bucketStart(interval, n)
@@ -229,7 +224,7 @@ export class KeptBuckets {
         for (let i = Math.floor((start - from) / grain); i < count && from + i * grain < end; i++) text += `,${values[i + 1] ?? ''}`
         return text
       },
-      unsettled: (n) => unsettledBuckets.has(n),
+      keepable,
     }
   }
 }

@@ -14,7 +14,7 @@ export function discardingStore(): { store: ReadingsStore; discarded: { readings
     async raw() { return [] },
     async buckets() { return [] },
     async latest() { return [] },
-    async unsettledMinutes() { return [] },
+    async caughtUp() { return true },
     async ping() {},
     async close() {},
   }

@@ -135,12 +135,12 @@ export interface ReadingsStore {
    */
   buckets(filter: ReadingsFilter, spec: AggregationSpec, limit: number, after?: BucketPosition, skip?: number, signal?: AbortSignal): Promise<BucketRow[]>
   /**
-   * The minutes within [from, to) whose readings the store cannot yet vouch for in every form it reads them from
-   * (QuestDB: written, and not yet applied or in the rollups, its rollup marks); undefined where it cannot tell
-   * (QuestDB without a records database, or before its first watch of the views). The SQL store's writes are read
-   * as they are once acknowledged: none. Buckets holding such a minute are not kept (ingest/kept-buckets.ts).
+   * Whether every write acknowledged before the call is read by a read begun after it resolves: at once on the SQL
+   * store (a write's readings and rollups are one transaction); on QuestDB once it has applied its WAL that far,
+   * false if it has not within a moment. Reads begun after it are then the answer over those writes (rollups are read
+   * only where they hold every write, questdb-rollups.ts). What ingest/kept-buckets.ts keeps rests on it.
    */
-  unsettledMinutes(from: number, to: number): Promise<number[] | undefined>
+  caughtUp(): Promise<boolean>
   /** The newest reading of each (device, channel) within the filter, ordered by device then channel. */
   latest(filter: ReadingsFilter, limit: number, after?: LatestPosition, signal?: AbortSignal): Promise<RawRow[]>
   ping(): Promise<void>

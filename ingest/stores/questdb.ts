@@ -354,6 +354,12 @@ function bucketColumns(filter: ReadingsFilter, spec: AggregationSpec): string {
     wanted('last_v', asked('last')), 'cast(last_ts as long) last_us'].join(', ')
 }
 
+/**
+ * How long caughtUp() waits for QuestDB to apply what was acknowledged: it applies a commit within milliseconds when
+ * not overloaded, and a read waiting longer would cost its asker more than keeping its buckets saves.
+ */
+const CAUGHT_UP_WAIT_MS = 100
+
 /** The tails of a window latest() reads first (see there): its last minutes, then today's and the days before. */
 const LATEST_RECENT_MS = 15 * 60_000
 const LATEST_RECENT_DAYS = 1
@@ -517,10 +523,18 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       const halves = await Promise.all([{ ...filter, to: middle }, { ...filter, from: middle }].map((half) => readBuckets(half, spec, pieces(half.from, half.to), wanted, after, signal)))
       return halves.flat().slice(skip, wanted)
     },
-    async unsettledMinutes(from, to) {
-      // Without marks nothing is known applied; until a watch has settled, writes from before this process may be unmarked.
-      if (!marks || (watch && !watch.settled)) return undefined
-      return marks.markedMinutes(from, to)
+    async caughtUp() {
+      // ILP over HTTP answers once its rows are committed to the table's WAL: every write acknowledged before now has
+      // a transaction at or below the sequencer's, and reads see it once QuestDB has applied that far.
+      const state = async () => (await query(`select writerTxn, sequencerTxn from wal_tables() where name = '${table}'`))[0]
+      const first = await state()
+      if (!first) return false
+      const target = Number(first[1])
+      for (let applied = Number(first[0]), until = Date.now() + CAUGHT_UP_WAIT_MS; applied < target; applied = Number((await state())?.[0])) {
+        if (Date.now() >= until) return false
+        await Bun.sleep(10)
+      }
+      return true
     },
     async latest(filter, limit, after?: LatestPosition, signal = NO_DEADLINE) {
       const page = (window: ReadingsFilter) => query(`select * from (
