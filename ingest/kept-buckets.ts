@@ -72,8 +72,11 @@ export function markingWrites(store: ReadingsStore, shared: SharedStore): Readin
 
 interface Kept { rows: BucketRow[]; marks: string; until: number }
 
-/** What the buckets a read covers looked like before it began: the marks of each, and whether the read may be kept. */
-interface Snapshot { marks: (n: number) => string; keepable: boolean }
+/**
+ * What the buckets a read covers looked like before it began: the marks of each, and whether what the store gives
+ * after them may be kept (asked of the store only when a bucket is read from it: a page all kept asks nothing more).
+ */
+interface Snapshot { marks: (n: number) => string; keepable: () => Promise<boolean> }
 
 export class KeptBuckets {
   private readonly kept = new Map<string, Kept>()
@@ -123,6 +126,7 @@ export class KeptBuckets {
       return entry
     }
     const afterKey = after && ([after[1], after[2]] as const)
+    let keepable: boolean | undefined
     const out: BucketRow[] = []
     let fromStore = 0
     let fromKept = 0
@@ -152,9 +156,11 @@ export class KeptBuckets {
       const runTo = bucketStart(interval, m + 1)
       const runAfter = after && after[0] >= runFrom ? after : undefined
       const wanted = limit - out.length
+      // Asked, once per request, before the store is read (see the top of the file).
+      keepable ??= await snapshot.keepable()
       const rows = await store.buckets({ ...filter, from: runFrom, to: runTo }, spec, wanted, runAfter, 0, signal)
       fromStore += rows.length
-      if (snapshot.keepable) this.keep(rows, wanted, n, m, interval, runAfter, snapshot, keyOf, now)
+      if (keepable) this.keep(rows, wanted, n, m, interval, runAfter, snapshot, keyOf, now)
       out.push(...rows)
       n = m + 1
     }
@@ -200,8 +206,8 @@ export class KeptBuckets {
   }
 
   /**
-   * The marks of [from, to) (whole buckets of `interval`), then whether the store has caught up with every write
-   * acknowledged before them (in that order: see the top of the file); undefined where too many marks would be read.
+   * The marks of [from, to) (whole buckets of `interval`), and how to ask whether the store has caught up with every
+   * write acknowledged before they were read (see the top of the file); undefined where too many marks would be read.
    */
   private async snapshot(store: ReadingsStore, accountId: string, interval: IntervalName, from: number, to: number): Promise<Snapshot | undefined> {
     const grain = markGrain(interval)
@@ -209,7 +215,6 @@ export class KeptBuckets {
     if (count > MAX_MARKS) return undefined
     const starts = Array.from({ length: count }, (_, i) => from + i * grain)
     const values = await this.shared.getMany([EPOCH_KEY, ...starts.map((start) => markKey(accountId, grain, start))])
-    const keepable = await store.caughtUp()
     let epoch = values[0]
     if (!epoch) {
       // The first read since the shared store was (re)started: what was kept before is of no use.
@@ -224,7 +229,7 @@ export class KeptBuckets {
         for (let i = Math.floor((start - from) / grain); i < count && from + i * grain < end; i++) text += `,${values[i + 1] ?? ''}`
         return text
       },
-      keepable,
+      keepable: () => store.caughtUp(),
     }
   }
 }

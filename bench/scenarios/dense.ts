@@ -38,7 +38,9 @@ export const dense: Scenario = async (ctx) => {
   const dashboards = num('BENCH_DENSE_DASHBOARDS', 50)
   const seconds = ctx.seconds
   const table = store === 'questdb' ? freshTableName('dense') : undefined
-  const env: Record<string, string> = { DEVICE_RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_MINUTE: '1000000', READINGS_RETENTION_DAYS: '0', ...(table ? { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table } : {}) }
+  // The service's READINGS_* settings given to the bench reach the server, for comparing them (READINGS_KEPT_ROWS=0).
+  const readingsSettings = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('READINGS_') && e[1] !== undefined))
+  const env: Record<string, string> = { DEVICE_RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_MINUTE: '1000000', READINGS_RETENTION_DAYS: '0', ...readingsSettings, ...(table ? { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table } : {}) }
   try {
     return await onRecordsServer(ctx, `${NAME}-${store}`, { demo: false, bare: false, env }, async ({ api, local }) => {
       const { database, accountId } = local!
@@ -196,7 +198,7 @@ export const dense: Scenario = async (ctx) => {
         const answered = dashboardStatuses['200'] ?? 0
         const latestAsked = Object.values(latestStatuses).reduce((a, b) => a + b, 0)
         const setup = table ? await questdbSetup() : undefined
-        const scale = `${devicesCount} devices, ${environmentsCount} environments, ${days} days (${total.toLocaleString('en-US')} readings), ${dashboards} dashboards, ${seconds} s${setup ? `; ${setup}` : ''}`
+        const scale = `${devicesCount} devices, ${environmentsCount} environments, ${days} days (${total.toLocaleString('en-US')} readings), ${dashboards} dashboards, ${seconds} s${setup ? `; ${setup}` : ''}${Object.keys(readingsSettings).length ? `; ${Object.entries(readingsSettings).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}`
         const lines: Line[] = [
           line(NAME, `dashboards answered (${store}), %`, asked ? (100 * answered) / asked : 0, undefined, '%', undefined, 'target', `${answered} of ${asked} (${JSON.stringify(dashboardStatuses)}); target ≥ 99 %; ${scale}`),
           line(NAME, `dashboard walk p99 (${store})`, quantile(dashboardWalks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(dashboardWalks, 0.5).toFixed(0)} ms; target < 1000 ms; identical reads shared: ${sharedReads}; bucket rows from kept buckets ${keptRows.toLocaleString('en-US')}, from the store ${storeRows.toLocaleString('en-US')}`),

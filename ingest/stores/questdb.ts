@@ -481,6 +481,38 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
     return merged.slice(start, start + limit)
   }
 
+  /**
+   * ILP over HTTP answers once its rows are committed to the table's WAL: every write acknowledged before the first
+   * query here has a transaction at or below the sequencer's then, and reads see it once QuestDB has applied that far.
+   */
+  const appliedSoon = async (): Promise<boolean> => {
+    const state = async () => (await query(`select writerTxn, sequencerTxn from wal_tables() where name = '${table}'`))[0]
+    const first = await state()
+    if (!first) return false
+    const target = Number(first[1])
+    for (let applied = Number(first[0]), until = Date.now() + CAUGHT_UP_WAIT_MS; applied < target; applied = Number((await state())?.[0])) {
+      if (Date.now() >= until) return false
+      await Bun.sleep(10)
+    }
+    return true
+  }
+  /**
+   * One check at a time, shared: callers arriving while one runs share the next, begun once it ends (so after each of
+   * their calls). Every uncached page asking for its own polled the readings' connections (4) with wal_tables queries
+   * ahead of the reads themselves.
+   */
+  let running: Promise<boolean> | undefined
+  let next: Promise<boolean> | undefined
+  const caughtUp = (): Promise<boolean> => {
+    next ??= (async () => {
+      await running?.catch(() => false)
+      next = undefined
+      const check = (running = appliedSoon())
+      try { return await check } finally { if (running === check) running = undefined }
+    })()
+    return next
+  }
+
   await catalogue?.backfillOnce(`reading_series_backfilled:questdb:${table}`, async () => {
     const rows = await sql.unsafe<Row[]>(`select distinct account_id, device_id, channel, metric, environment_id from ${table}`)
     return rows.map((r) => ({ accountId: String(r.account_id), deviceId: String(r.device_id), channel: String(r.channel), metric: nullable(r.metric), environmentId: nullable(r.environment_id), ts: 0, value: 0 }))
@@ -523,19 +555,7 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       const halves = await Promise.all([{ ...filter, to: middle }, { ...filter, from: middle }].map((half) => readBuckets(half, spec, pieces(half.from, half.to), wanted, after, signal)))
       return halves.flat().slice(skip, wanted)
     },
-    async caughtUp() {
-      // ILP over HTTP answers once its rows are committed to the table's WAL: every write acknowledged before now has
-      // a transaction at or below the sequencer's, and reads see it once QuestDB has applied that far.
-      const state = async () => (await query(`select writerTxn, sequencerTxn from wal_tables() where name = '${table}'`))[0]
-      const first = await state()
-      if (!first) return false
-      const target = Number(first[1])
-      for (let applied = Number(first[0]), until = Date.now() + CAUGHT_UP_WAIT_MS; applied < target; applied = Number((await state())?.[0])) {
-        if (Date.now() >= until) return false
-        await Bun.sleep(10)
-      }
-      return true
-    },
+    caughtUp,
     async latest(filter, limit, after?: LatestPosition, signal = NO_DEADLINE) {
       const page = (window: ReadingsFilter) => query(`select * from (
           select ${RAW_COLUMNS} from ${table} where ${where(window)} latest on ts partition by device_id, channel
