@@ -11,7 +11,9 @@
 // and used only while they are unchanged: a write marked later makes it read again. A write marked before is one the
 // read must hold: the marks are read first, then the store is asked to have caught up with every write acknowledged
 // so far (ReadingsStore.caughtUp: QuestDB applies its WAL a moment after acknowledging), and only then is the store
-// read; where it has not caught up in time, nothing that read gives is kept (what was kept is still used).
+// read; where it has not caught up in time, nothing that read gives is kept (what was kept is still used). Nor is a
+// bucket whose answer may still change in its last digits as rollups catch up with it (ReadingsStore.settling:
+// QuestDB reads a minute its rollup marks name from the raw readings, whose sums round apart from the rollups').
 //
 // Only whole buckets are kept: a window's first and last bucket are partial when `from` or `to` fall inside them,
 // and are read from the store each time. A bucket is kept for KEPT_MS at most: while the shared store is
@@ -76,7 +78,7 @@ interface Kept { rows: BucketRow[]; marks: string; until: number }
  * What the buckets a read covers looked like before it began: the marks of each, and whether what the store gives
  * after them may be kept (asked of the store only when a bucket is read from it: a page all kept asks nothing more).
  */
-interface Snapshot { marks: (n: number) => string; keepable: () => Promise<boolean> }
+interface Snapshot { marks: (n: number) => string; keepable: () => Promise<((n: number) => boolean) | undefined> }
 
 /** Identity strings are kept once each (interned) past this many distinct ones the table starts afresh. */
 const MAX_INTERNED = 100_000
@@ -134,7 +136,7 @@ export class KeptBuckets {
       return entry
     }
     const afterKey = after && ([after[1], after[2]] as const)
-    let keepable: boolean | undefined
+    let keepable: ((n: number) => boolean) | undefined | null
     const out: BucketRow[] = []
     let fromStore = 0
     let fromKept = 0
@@ -165,10 +167,10 @@ export class KeptBuckets {
       const runAfter = after && after[0] >= runFrom ? after : undefined
       const wanted = limit - out.length
       // Asked, once per request, before the store is read (see the top of the file).
-      keepable ??= await snapshot.keepable()
+      if (keepable === undefined) keepable = (await snapshot.keepable()) ?? null
       const rows = await store.buckets({ ...filter, from: runFrom, to: runTo }, spec, wanted, runAfter, 0, signal)
       fromStore += rows.length
-      if (keepable) this.keep(rows, wanted, n, m, interval, runAfter, snapshot, keyOf, now)
+      if (keepable) this.keep(rows, wanted, n, m, interval, runAfter, snapshot, keepable, keyOf, now)
       out.push(...rows)
       n = m + 1
     }
@@ -184,17 +186,17 @@ export class KeptBuckets {
 
   /**
    * Keeps the buckets `n`..`m` a read of them answered whole: every one when fewer rows came than were asked for,
-   * else those before the last row's bucket; never `after`'s (its groups up to `after` were left out). A bucket
-   * without readings is kept too, as no rows.
+   * else those before the last row's bucket; never `after`'s (its groups up to `after` were left out), nor one whose
+   * answer may still change as rollups catch up (`settled`). A bucket without readings is kept too, as no rows.
    */
-  private keep(rows: BucketRow[], wanted: number, n: number, m: number, interval: IntervalName, after: BucketPosition | undefined, snapshot: Snapshot, keyOf: (n: number) => string, now: number): void {
+  private keep(rows: BucketRow[], wanted: number, n: number, m: number, interval: IntervalName, after: BucketPosition | undefined, snapshot: Snapshot, settled: (n: number) => boolean, keyOf: (n: number) => string, now: number): void {
     const lastWhole = rows.length < wanted ? m : rows.length ? bucketNumber(interval, rows[rows.length - 1]!.ts) - 1 : n - 1
     const skipped = after ? bucketNumber(interval, after[0]) : undefined
     let i = 0
     for (let b = n; b <= lastWhole; b++) {
       const start = i
       while (i < rows.length && bucketNumber(interval, rows[i]!.ts) === b) i++
-      if (b === skipped) continue
+      if (b === skipped || !settled(b)) continue
       const key = keyOf(b)
       const old = this.kept.get(key)
       if (old) this.drop(key, old)
@@ -250,7 +252,12 @@ export class KeptBuckets {
         for (let i = Math.floor((start - from) / grain); i < count && from + i * grain < end; i++) text += `,${values[i + 1] ?? ''}`
         return text
       },
-      keepable: () => store.caughtUp(),
+      keepable: async () => {
+        const [caughtUp, settling] = await Promise.all([store.caughtUp(), store.settling(from, to)])
+        if (!caughtUp || !settling) return undefined
+        const moving = new Set(settling.map((minute) => bucketNumber(interval, minute)))
+        return (n) => !moving.has(n)
+      },
     }
   }
 }

@@ -15,6 +15,7 @@ export function discardingStore(): { store: ReadingsStore; discarded: { readings
     async buckets() { return [] },
     async latest() { return [] },
     async caughtUp() { return true },
+    async settling() { return [] },
     async ping() {},
     async close() {},
   }

@@ -141,6 +141,13 @@ export interface ReadingsStore {
    * only where they hold every write, questdb-rollups.ts). What ingest/kept-buckets.ts keeps rests on it.
    */
   caughtUp(): Promise<boolean>
+  /**
+   * The minutes within [from, to) whose answers may still change in their last digits as rollups catch up with
+   * them (QuestDB: minutes its rollup marks name, read from the raw readings until the rollups hold them); undefined
+   * where the store cannot tell (QuestDB's views without a records database). The SQL store's rollups are written
+   * with the readings: none.
+   */
+  settling(from: number, to: number): Promise<number[] | undefined>
   /** The newest reading of each (device, channel) within the filter, ordered by device then channel. */
   latest(filter: ReadingsFilter, limit: number, after?: LatestPosition, signal?: AbortSignal): Promise<RawRow[]>
   ping(): Promise<void>

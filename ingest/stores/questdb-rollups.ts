@@ -147,6 +147,13 @@ export class RollupMarks {
     return rows.map((r) => Number(r.day)).sort((a, b) => a - b)
   }
 
+  /** The marked minutes (their starts, ms) within [from, to). */
+  async markedMinutes(from: number, to: number): Promise<number[]> {
+    const rows = await this.records.query<{ m: number }>(`select date_part('epoch', minute) * 1000 as m from reading_rollup_marks
+      where store = $1 and minute >= $2::timestamptz and minute < $3::timestamptz`, [this.table, new Date(from).toISOString(), new Date(to).toISOString()])
+    return rows.map((r) => Number(r.m))
+  }
+
   /** Counts marks refreshed or removed; vacuums the marks table when due (see VACUUM_AFTER_CHANGES). */
   async changed(count: number): Promise<void> {
     this.changedSinceVacuum += count

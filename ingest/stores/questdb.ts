@@ -556,6 +556,12 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       return halves.flat().slice(skip, wanted)
     },
     caughtUp,
+    async settling(from, to) {
+      // Without rollups every answer is the raw readings' (the same digits whenever read); with views but no marks,
+      // which minutes the views lack is not known.
+      if (!views && !tables) return []
+      return marks?.markedMinutes(from, to)
+    },
     async latest(filter, limit, after?: LatestPosition, signal = NO_DEADLINE) {
       const page = (window: ReadingsFilter) => query(`select * from (
           select ${RAW_COLUMNS} from ${table} where ${where(window)} latest on ts partition by device_id, channel

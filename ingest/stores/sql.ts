@@ -325,6 +325,7 @@ export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_REA
     },
     // A write's readings and rollups are one transaction: read as they are once it is acknowledged.
     async caughtUp() { return true },
+    async settling() { return [] },
     async latest(filter, limit, after?: LatestPosition, signal = NO_DEADLINE) {
       // Each series' newest reading from reading_latest; a series whose newest is after the window (a window that
       // ends in the past) probes the (channel, ts) index backwards from the window's end instead. A channel whose

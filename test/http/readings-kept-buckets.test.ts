@@ -33,10 +33,12 @@ for (const { name, overrides, drop } of stores) {
 
     const keptRows = () => env.deps.metrics.readingsBucketRows.get(['kept'])
     const storeRows = () => env.deps.metrics.readingsBucketRows.get(['store'])
-    // Through the store as ingest writes (marking what it touched). QuestDB applies its WAL a moment after the
-    // acknowledgement: asked once it has (its rollup marks still standing), so the file and the walk see one state.
+    // Through the store as ingest writes (marking what it touched). On QuestDB a bucket is kept only once its rollup
+    // marks are gone (before, its avg may still change in its last digits): settled at once here, and asked once
+    // QuestDB has applied what it acknowledged, so the file and the walk see one state.
     const write = async (readings: Reading[]) => {
       await env.deps.readings.write(readings)
+      await env.deps.readings.refreshRollups?.(0)
       await waitFor(() => env.deps.readings.caughtUp(), 10_000)
     }
     /**

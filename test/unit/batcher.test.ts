@@ -23,7 +23,7 @@ function controllableStore() {
       if (mode === 'hold') await new Promise<void>((resolve) => held.push(resolve))
       stored.push(...readings)
     },
-    raw: async () => [], buckets: async () => [], latest: async () => [], caughtUp: async () => true, ping: async () => {}, close: async () => {},
+    raw: async () => [], buckets: async () => [], latest: async () => [], caughtUp: async () => true, settling: async () => [], ping: async () => {}, close: async () => {},
   }
   return {
     store, stored, sizes,
