@@ -29,7 +29,7 @@ const MINUTE_MS = 60_000
 const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
 /** How long a kept bucket may be used after its read began (see above). */
-export const KEPT_MS = 120_000
+const KEPT_MS = 120_000
 /** How long a write's marks last: longer than a bucket is kept, so a write after a bucket was read is always seen. */
 const WRITE_MARK_MS = 3_600_000
 /**
@@ -102,8 +102,6 @@ export class KeptBuckets {
     })
   }
 
-  get keptRows(): number { return this.rows }
-
   private async buckets(store: ReadingsStore, filter: ReadingsFilter, spec: AggregationSpec, limit: number, after: BucketPosition | undefined, skip: number, signal: AbortSignal | undefined): Promise<BucketRow[]> {
     const { interval } = spec
     const direct = () => store.buckets(filter, spec, limit, after, skip, signal)
@@ -123,10 +121,12 @@ export class KeptBuckets {
     const question = `${filter.accountId}\u0000${filter.environmentId ?? ''}\u0000${filter.deviceId ?? ''}\u0000${filter.channel ?? ''}\u0000${filter.metric ?? '\u0001'}\u0000${interval}\u0000${spec.groupBy}\u0000${spec.aggregates.join(',')}`
     const keyOf = (n: number) => `${question}\u0000${n}`
     const now = Date.now()
+    /** Whether what is kept of bucket `n` may answer now: within KEPT_MS, its marks unchanged. */
+    const fresh = (entry: Kept | undefined, n: number) => entry !== undefined && entry.until > now && entry.marks === snapshot.marks(n)
     const usable = (n: number): Kept | undefined => {
       const entry = this.kept.get(keyOf(n))
       if (!entry) return undefined
-      if (entry.until <= now || entry.marks !== snapshot.marks(n)) {
+      if (!fresh(entry, n)) {
         this.drop(keyOf(n), entry)
         return undefined
       }
@@ -159,9 +159,9 @@ export class KeptBuckets {
         n++
         continue
       }
-      // A run of buckets not kept, read at once.
+      // A run of buckets not kept (or kept but stale), read at once.
       let m = n
-      while (m < last && !this.kept.has(keyOf(m + 1))) m++
+      while (m < last && !fresh(this.kept.get(keyOf(m + 1)), m + 1)) m++
       const runFrom = bucketStart(interval, n)
       const runTo = bucketStart(interval, m + 1)
       const runAfter = after && after[0] >= runFrom ? after : undefined
