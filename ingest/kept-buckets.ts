@@ -136,19 +136,17 @@ export class KeptBuckets {
       return entry
     }
     const afterKey = after && ([after[1], after[2]] as const)
+    /** Whether bucket `b` lies whole in the window (from `after`'s on): only those are kept. */
+    const whole = (b: number) => b >= first && b <= last
     let keepable: ((n: number) => boolean) | undefined | null
     const out: BucketRow[] = []
     let fromStore = 0
     let fromKept = 0
-    // The window's partial first bucket, where it is still asked for.
-    if (filter.from < wholeFrom && (!after || after[0] < wholeFrom)) {
-      const rows = await store.buckets({ ...filter, to: wholeFrom }, spec, limit, after, 0, signal)
-      fromStore += rows.length
-      out.push(...rows)
-    }
-    let n = first
-    while (n <= last && out.length < limit) {
-      const entry = usable(n)
+    // From the window's first bucket (partial where `from` lies inside it), or `after`'s, to its last (partial alike).
+    const final = bucketNumber(interval, filter.to - 1)
+    let n = after ? Math.max(bucketNumber(interval, filter.from), bucketNumber(interval, after[0])) : bucketNumber(interval, filter.from)
+    while (n <= final && out.length < limit) {
+      const entry = whole(n) ? usable(n) : undefined
       if (entry) {
         // `after`'s bucket: only its groups after `after`.
         let rows = entry.rows
@@ -159,44 +157,42 @@ export class KeptBuckets {
         n++
         continue
       }
-      // A run of buckets not kept (or kept but stale), read at once.
+      // A run of buckets not kept (or kept but stale, or the window's partial first and last), read in one call: a
+      // first ask reads the window as one read would, not its edges and middle one after another.
       let m = n
-      while (m < last && !fresh(this.kept.get(keyOf(m + 1)), m + 1)) m++
-      const runFrom = bucketStart(interval, n)
-      const runTo = bucketStart(interval, m + 1)
+      while (m < final && !(whole(m + 1) && fresh(this.kept.get(keyOf(m + 1)), m + 1))) m++
+      const runFrom = Math.max(filter.from, bucketStart(interval, n))
+      const runTo = Math.min(filter.to, bucketStart(interval, m + 1))
       const runAfter = after && after[0] >= runFrom ? after : undefined
       const wanted = limit - out.length
-      // Asked, once per request, before the store is read (see the top of the file).
-      if (keepable === undefined) keepable = (await snapshot.keepable()) ?? null
+      const keepFrom = Math.max(n, first)
+      const keepTo = Math.min(m, last)
+      // Asked, once per request, before the store is read (see the top of the file); not for a partial bucket alone.
+      if (keepable === undefined && keepFrom <= keepTo) keepable = (await snapshot.keepable()) ?? null
       const rows = await store.buckets({ ...filter, from: runFrom, to: runTo }, spec, wanted, runAfter, 0, signal)
       fromStore += rows.length
-      if (keepable) this.keep(rows, wanted, n, m, interval, runAfter, snapshot, keepable, keyOf, now)
+      if (keepable && keepFrom <= keepTo) this.keep(rows, wanted, n, m, keepFrom, keepTo, interval, runAfter, snapshot, keepable, keyOf, now)
       out.push(...rows)
       n = m + 1
-    }
-    // The window's partial last bucket.
-    if (out.length < limit && wholeTo < filter.to) {
-      const rows = await store.buckets({ ...filter, from: Math.max(filter.from, wholeTo) }, spec, limit - out.length, after && after[0] >= wholeTo ? after : undefined, 0, signal)
-      fromStore += rows.length
-      out.push(...rows)
     }
     this.onRead(fromStore, fromKept)
     return out
   }
 
   /**
-   * Keeps the buckets `n`..`m` a read of them answered whole: every one when fewer rows came than were asked for,
-   * else those before the last row's bucket; never `after`'s (its groups up to `after` were left out), nor one whose
-   * answer may still change as rollups catch up (`settled`). A bucket without readings is kept too, as no rows.
+   * Of the buckets `n`..`m` a read answered (in order; its first and last may be partial), keeps those within
+   * `keepFrom`..`keepTo` (whole in the window) that it answered whole: every one when fewer rows came than were asked
+   * for, else those before the last row's bucket; never `after`'s (its groups up to `after` were left out), nor one
+   * whose answer may still change as rollups catch up (`settled`). A bucket without readings is kept too, as no rows.
    */
-  private keep(rows: BucketRow[], wanted: number, n: number, m: number, interval: IntervalName, after: BucketPosition | undefined, snapshot: Snapshot, settled: (n: number) => boolean, keyOf: (n: number) => string, now: number): void {
+  private keep(rows: BucketRow[], wanted: number, n: number, m: number, keepFrom: number, keepTo: number, interval: IntervalName, after: BucketPosition | undefined, snapshot: Snapshot, settled: (n: number) => boolean, keyOf: (n: number) => string, now: number): void {
     const lastWhole = rows.length < wanted ? m : rows.length ? bucketNumber(interval, rows[rows.length - 1]!.ts) - 1 : n - 1
     const skipped = after ? bucketNumber(interval, after[0]) : undefined
     let i = 0
     for (let b = n; b <= lastWhole; b++) {
       const start = i
       while (i < rows.length && bucketNumber(interval, rows[i]!.ts) === b) i++
-      if (b === skipped || !settled(b)) continue
+      if (b < keepFrom || b > keepTo || b === skipped || !settled(b)) continue
       const key = keyOf(b)
       const old = this.kept.get(key)
       if (old) this.drop(key, old)

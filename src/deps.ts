@@ -19,6 +19,8 @@ import { createIngest, type Ingest } from '../ingest/index.ts'
 import type { ReadingsStore } from '../ingest/stores/interface.ts'
 import { sqlStore } from '../ingest/stores/sql.ts'
 import { markingWrites } from '../ingest/kept-buckets.ts'
+import { keepingLatest } from '../ingest/kept-latest.ts'
+import { retentionHorizons } from '../ingest/planner.ts'
 import { SeriesCatalogue } from '../ingest/series.ts'
 import { AlertEvaluator } from './modules/alerts/evaluator.ts'
 import { StreamHub } from './streams/hub.ts'
@@ -109,9 +111,15 @@ async function startFeatures(core: Core, options: Pick<DepsOptions, 'readings' |
   // The QuestDB store is loaded only where it is configured: with its official client it held 0.5 MB (5,000
   // objects) of a 15.4 MB live heap that every full collection marks, in servers that never use it (2026-11-29).
   // Every write marks what it touched, for the buckets readings queries keep (ingest/kept-buckets.ts).
-  const readings = markingWrites(options.readings ? options.readings(database) : config.questdbIlp
+  // On QuestDB each series' newest reading is kept as it is written, for the latest values (ingest/kept-latest.ts);
+  // the SQL store keeps its own in the write's transaction.
+  const store = options.readings ? options.readings(database) : config.questdbIlp
     ? await (await import('../ingest/stores/questdb.ts')).questdbStore(config, catalogue, { records: database, log: (message, error) => log.warn(message, { error: String(error) }) })
-    : sqlStore(database, reader, catalogue), shared)
+    : sqlStore(database, reader, catalogue)
+  const marked = markingWrites(store, shared)
+  const readings = store.kind === 'questdb'
+    ? keepingLatest(marked, shared, catalogue, { rawHorizon: () => retentionHorizons(config.readingsRetention, Date.now()).raw, onAnswer: (source) => metrics.readingsLatest.inc([source]) })
+    : marked
   const dispatcher = new Dispatcher(database, config, log, systemResolver, { onAttempt: (outcome) => metrics.webhookAttempts.inc([outcome]) })
   const alerts = new AlertEvaluator({ db: database.db, shared, readings, log, now: options.clock })
   await alerts.start()

@@ -22,6 +22,7 @@ export function createMetrics() {
     mqttRefusals: registry.counter('hrs_mqtt_refusals_total', 'What the MQTT listener refused, by reason (a bad or revoked key, a personal key, a topic or subscription not the device\'s own, rate limit, payload, store unavailable).', ['reason']),
     readingsSharedReads: registry.counter('hrs_readings_shared_reads_total', 'Readings requests answered from a read another identical request (same account, question and page position) already had in flight, instead of a read of their own.'),
     readingsBucketRows: registry.counter('hrs_readings_bucket_rows_total', 'Bucket rows of readings JSON pages, by where they came from: the store, or buckets kept from an earlier read (ingest/kept-buckets.ts).', ['source']),
+    readingsLatest: registry.counter('hrs_readings_latest_total', 'Latest-readings answers, by where they came from: each series\' newest reading kept in the shared store as it was written (QuestDB; ingest/kept-latest.ts), or the store.', ['source']),
     readingsCsvBroken: registry.counter('hrs_readings_csv_broken_total', 'Readings CSV files that broke off after their status line (the store failed, a deadline passed): ended without the chunked terminator, so the client sees a transfer error.'),
     webhookAttempts: registry.counter('hrs_webhook_attempts_total', 'Webhook delivery attempts made by this process, by outcome.', ['outcome']),
   }

@@ -29,6 +29,12 @@ export interface SharedStore {
   /** Sets every key of `keys` to `value`, each expiring after `ttlMs`, in one round trip. */
   setMany(keys: readonly string[], value: string, ttlMs: number): Promise<void>
   /**
+   * For each entry, sets `key` to `${order} ${value}` (expiring after `ttlMs`) unless it holds a greater order (the
+   * first word of what it holds), atomically per key, in one round trip: a value that only moves forward, whichever
+   * of several writers comes last. With `onlyHeld`, a key not held is left absent. getMany reads it back as stored.
+   */
+  keepNewest(entries: readonly NewestEntry[], ttlMs: number, onlyHeld?: boolean): Promise<void>
+  /**
    * Sends `message` to every subscriber of `channel`. This process's own handlers have run by the time it
    * resolves (read-your-writes); they may see the message a second time, so handlers must be idempotent.
    */
@@ -38,3 +44,6 @@ export interface SharedStore {
   ping(): Promise<void>
   close(): Promise<void>
 }
+
+/** An entry of SharedStore.keepNewest: `order` a finite number (a time, say). */
+export type NewestEntry = readonly [key: string, order: number, value: string]

@@ -81,6 +81,13 @@ export function memoryStore(): MemoryStore {
       const expiresAt = Date.now() + ttlMs
       for (const key of keys) values.set(key, { value, expiresAt })
     },
+    async keepNewest(entries, ttlMs, onlyHeld = false) {
+      const now = Date.now()
+      for (const [key, order, value] of entries) {
+        const held = live(key, now)?.value
+        if (held === undefined ? !onlyHeld : Number(held.slice(0, held.indexOf(' '))) <= order) values.set(key, { value: `${order} ${value}`, expiresAt: now + ttlMs })
+      }
+    },
     async publish(channel, message) {
       for (const handler of handlers.get(channel) ?? []) handler(message)
     },

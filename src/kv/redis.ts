@@ -34,12 +34,29 @@ if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) 
 return total
 `
 
+// One key at a time within one script: each is compared and set atomically (ARGV: the TTL, whether only keys held
+// are set, then order and value per key). The order is the stored value's first word.
+const KEEP_NEWEST_SCRIPT = `
+local ttl = ARGV[1]
+local onlyHeld = ARGV[2] == '1'
+for i = 1, #KEYS do
+  local order = ARGV[i * 2 + 1]
+  local held = redis.call('GET', KEYS[i])
+  if (held and tonumber(string.match(held, '^%S+')) <= tonumber(order)) or (not held and not onlyHeld) then
+    redis.call('SET', KEYS[i], order .. ' ' .. ARGV[i * 2 + 2], 'PX', ttl)
+  end
+end
+return 0
+`
+
 /** The scripts above as commands of the client (defineCommand adds them at run time, so the types say them here). */
 interface Scripts {
   hitWindow(key: string, windowMs: number): Promise<[number, number]>
   releaseLock(key: string, token: string): Promise<number>
   takeSlot(key: string, limit: number, ttlMs: number, token: string): Promise<number>
   addCounter(key: string, amount: number, ttlMs: number): unknown
+  /** Takes the number of keys first (defined without numberOfKeys), then the keys, the TTL, onlyHeld (1 or 0), order and value per key. */
+  keepNewest(keyCount: number, ...args: (string | number)[]): Promise<number>
 }
 
 /** Bounds on every Redis call, so a stalled or absent Redis costs a request at most this much (see kv/fallback.ts). */
@@ -63,6 +80,7 @@ export async function redisStore(url: string, prefix: string, timeouts: RedisTim
   client.defineCommand('releaseLock', { numberOfKeys: 1, lua: RELEASE_SCRIPT })
   client.defineCommand('takeSlot', { numberOfKeys: 1, lua: TAKE_SLOT_SCRIPT })
   client.defineCommand('addCounter', { numberOfKeys: 1, lua: ADD_SCRIPT })
+  client.defineCommand('keepNewest', { lua: KEEP_NEWEST_SCRIPT })
   const scripts = client as unknown as Scripts
   // Start even when Redis is down: the first command fails and the service runs on its fallback until Redis answers.
   await withTimeout(new Promise<void>((resolve) => client.once('ready', resolve)), timeouts.connectTimeoutMs).catch(() => {})
@@ -115,6 +133,13 @@ export async function redisStore(url: string, prefix: string, timeouts: RedisTim
       const pipeline = client.pipeline()
       for (const key of keys) pipeline.set(prefix + key, value, 'PX', ttlMs)
       for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error
+    },
+    async keepNewest(entries, ttlMs, onlyHeld = false) {
+      if (!entries.length) return
+      const args: (string | number)[] = entries.map(([key]) => prefix + key)
+      args.push(ttlMs, onlyHeld ? 1 : 0)
+      for (const [, order, value] of entries) args.push(order, value)
+      await scripts.keepNewest(entries.length, ...args)
     },
     async publish(channel, message) {
       // This process's handlers run before the call returns, so a caller reads its own invalidation at

@@ -99,4 +99,24 @@ describe(`shared store scripts (${REAL_REDIS_URL ? 'redis' : 'memory'})`, () => 
     await store.release('lock', lock!)
     expect(await store.acquire('lock', 60_000)).toEqual(expect.any(String))
   })
+
+  test('keepNewest keeps the entry of greatest order per key, whoever writes last; equal orders replace; only where held if asked; it expires', async () => {
+    const first = await open()
+    const second = REAL_REDIS_URL ? await open() : first
+    await first.keepNewest([['n:a', 200, 'e1 20.5'], ['n:b', 0, 'e1 none'], ['n:short', 5, 'x']], 60_000)
+    // Older orders leave what is held; a newer one and an equal one replace it; keys absent are set.
+    await second.keepNewest([['n:a', 150, 'e1 late'], ['n:b', 1_733_000_000_123, 'e1 -3.25'], ['n:c', 7, 'e2 1e-7']], 60_000)
+    await second.keepNewest([['n:a', 200, 'e2 21']], 60_000)
+    expect(await first.getMany(['n:a', 'n:b', 'n:c', 'n:none'])).toEqual(['200 e2 21', '1733000000123 e1 -3.25', '7 e2 1e-7', null])
+    // In one call, a key given twice ends with its greatest order.
+    await first.keepNewest([['n:d', 9, 'nine'], ['n:d', 3, 'three']], 60_000)
+    expect(await second.getMany(['n:d'])).toEqual(['9 nine'])
+    // Only where held: n:a is raised, n:e stays absent.
+    await second.keepNewest([['n:a', 201, 'e2 22'], ['n:e', 1, 'x']], 60_000, true)
+    expect(await first.getMany(['n:a', 'n:e'])).toEqual(['201 e2 22', null])
+    await first.keepNewest([['n:short', 6, 'y']], 30)
+    await Bun.sleep(60)
+    expect(await second.getMany(['n:short'])).toEqual([null])
+    await first.keepNewest([], 60_000)
+  })
 })
