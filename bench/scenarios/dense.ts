@@ -27,6 +27,19 @@ const quantile = (values: number[], q: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 }
 const num = (name: string, fallback: number) => Number(process.env[name] || fallback)
+/** The counts of a histogram's buckets (upper bound → cumulative count) in a /metrics text, for the series named with `labels`. */
+const histogramOf = (text: string, name: string, labels: string) => {
+  const buckets = new Map<number, number>()
+  for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{${labels},le="([^"]+)"\\} (\\S+)$`, 'gm'))) buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]))
+  return buckets
+}
+/** The bucket bound at or under which `q` of the observations between two scrapes fall (a histogram's resolution). */
+const histogramQuantile = (before: string, after: string, name: string, labels: string, q: number) => {
+  const [start, end] = [histogramOf(before, name, labels), histogramOf(after, name, labels)]
+  const total = (end.get(Infinity) ?? 0) - (start.get(Infinity) ?? 0)
+  for (const [bound, count] of [...end].sort((a, b) => a[0] - b[0])) if (count - (start.get(bound) ?? 0) >= q * total) return { bound, total }
+  return { bound: NaN, total }
+}
 
 export const dense: Scenario = async (ctx) => {
   if (ctx.options.target) return { lines: [], details: {}, skipped: 'needs a local server (it loads days of readings and reads the store directly)' }
@@ -84,9 +97,12 @@ export const dense: Scenario = async (ctx) => {
         const marksBefore = await marks()
 
         // The phase: everything at once for `seconds`.
+        const metricsBefore = await (await fetch(`${api.baseUrl}/metrics`)).text().catch(() => '')
         const phaseStart = Date.now()
         const phaseEnd = phaseStart + seconds * 1000
         const acks: number[] = []
+        /** Acknowledgements after the phase's first 10 s: the dashboards' first asks (nothing kept yet) are behind it. */
+        const acksWarm: number[] = []
         let acknowledged = 0
         let ingestFailures = 0
         const ingest = (async () => {
@@ -102,7 +118,11 @@ export const dense: Scenario = async (ctx) => {
               inFlight.push((async () => {
                 const sent = performance.now()
                 const res = await fetch(`${api.baseUrl}${API}/sensors/readings`, { method: 'POST', headers: { authorization: `Bearer ${devices[d]!.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ readings: Array.from({ length: CHANNELS }, (_, c) => ({ channel: `c${c}`, value: c + 0.5, ts })) }) }).catch(() => undefined)
-                if (res?.status === 202) { acks.push(performance.now() - sent); acknowledged += CHANNELS } else ingestFailures++
+                if (res?.status === 202) {
+                  acks.push(performance.now() - sent)
+                  if (ts >= phaseStart + 10_000) acksWarm.push(performance.now() - sent)
+                  acknowledged += CHANNELS
+                } else ingestFailures++
                 await res?.arrayBuffer()
               })())
             }
@@ -111,6 +131,9 @@ export const dense: Scenario = async (ctx) => {
         })()
         const dashboardWalks: number[] = []
         const latestTimes: number[] = []
+        /** A dashboard's asks after its first (which finds nothing kept for its question, and no latest entries). */
+        const walksAgain: number[] = []
+        const latestAgain: number[] = []
         const dashboardStatuses: Record<string, number> = {}
         const latestStatuses: Record<string, number> = {}
         const count = (into: Record<string, number>, status: number | string) => { into[status] = (into[status] ?? 0) + 1 }
@@ -135,6 +158,7 @@ export const dense: Scenario = async (ctx) => {
                 } while (cursor && status === 200)
                 count(dashboardStatuses, status)
                 if (status === 200) dashboardWalks.push(performance.now() - t)
+                if (status === 200 && ask > 0) walksAgain.push(performance.now() - t)
               })(),
               (async () => {
                 const t = performance.now()
@@ -142,6 +166,7 @@ export const dense: Scenario = async (ctx) => {
                 await res?.arrayBuffer()
                 count(latestStatuses, res?.status ?? 0)
                 if (res?.status === 200) latestTimes.push(performance.now() - t)
+                if (res?.status === 200 && ask > 0) latestAgain.push(performance.now() - t)
               })(),
             ])
             const wait = started + 5000 - Date.now()
@@ -169,6 +194,11 @@ export const dense: Scenario = async (ctx) => {
         })()
         await Promise.all([ingest, exporter, ...Array.from({ length: dashboards }, (_, u) => dashboard(u))])
         const phaseMs = Date.now() - phaseStart
+        const metricsPhase = await (await fetch(`${api.baseUrl}/metrics`)).text().catch(() => '')
+        // What the store's own contention leaves: a group commit's write (readings, rollup marks, kept entries) as
+        // the server timed it during the phase, beside the acknowledgement the device saw.
+        const flushP99 = histogramQuantile(metricsBefore, metricsPhase, 'hrs_ingest_flush_duration_seconds', 'outcome="ok"', 0.99)
+        const latestFrom = (source: string) => Number(new RegExp(`^hrs_readings_latest_total\\{source="${source}"\\} (\\S+)$`, 'm').exec(metricsPhase)?.[1] ?? 0)
 
         // Acknowledged = stored: the readings written during the phase.
         let stored: number
@@ -207,14 +237,14 @@ export const dense: Scenario = async (ctx) => {
         const scale = `${devicesCount} devices, ${environmentsCount} environments, ${days} days (${total.toLocaleString('en-US')} readings), ${dashboards} dashboards, ${seconds} s${steady ? `; steady: the phase began once the load's marks had drained (${(settledMs / 1000).toFixed(0)} s)` : ''}${setup ? `; ${setup}` : ''}${Object.keys(readingsSettings).length ? `; ${Object.entries(readingsSettings).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}`
         const lines: Line[] = [
           line(NAME, `dashboards answered (${store}), %`, asked ? (100 * answered) / asked : 0, undefined, '%', undefined, 'target', `${answered} of ${asked} (${JSON.stringify(dashboardStatuses)}); target ≥ 99 %; ${scale}`),
-          line(NAME, `dashboard walk p99 (${store})`, quantile(dashboardWalks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(dashboardWalks, 0.5).toFixed(0)} ms; target < 1000 ms; identical reads shared: ${sharedReads}; bucket rows from kept buckets ${keptRows.toLocaleString('en-US')}, from the store ${storeRows.toLocaleString('en-US')}`),
-          line(NAME, `latest p99 (${store})`, quantile(latestTimes, 0.99), undefined, 'ms', undefined, 'target', `${latestStatuses['200'] ?? 0} of ${latestAsked} answered (${JSON.stringify(latestStatuses)}); p50 ${quantile(latestTimes, 0.5).toFixed(1)} ms; target < 100 ms`),
+          line(NAME, `dashboard walk p99 (${store})`, quantile(dashboardWalks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(dashboardWalks, 0.5).toFixed(0)} ms; asked again (a dashboard's asks after its first) p99 ${quantile(walksAgain, 0.99).toFixed(0)} ms; target < 1000 ms; identical reads shared: ${sharedReads}; bucket rows from kept buckets ${keptRows.toLocaleString('en-US')}, from the store ${storeRows.toLocaleString('en-US')}`),
+          line(NAME, `latest p99 (${store})`, quantile(latestTimes, 0.99), undefined, 'ms', undefined, 'target', `${latestStatuses['200'] ?? 0} of ${latestAsked} answered (${JSON.stringify(latestStatuses)}); p50 ${quantile(latestTimes, 0.5).toFixed(1)} ms; asked again p99 ${quantile(latestAgain, 0.99).toFixed(1)} ms; answers from kept entries ${latestFrom('kept')}, from the store ${latestFrom('store')}; target < 100 ms`),
           line(NAME, `export ${days} days hourly, all environments, CSV (${store})`, exportMs, undefined, 'ms', undefined, 'target', `${exportRows} rows; statuses ${JSON.stringify(exportStatuses)}; target: no 429 or timeout`),
-          line(NAME, `ingest ack p99 during the phase (${store})`, quantile(acks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(acks, 0.5).toFixed(1)} ms, max ${quantile(acks, 1).toFixed(0)} ms; ${acknowledged} acknowledged, ${stored} stored, ${ingestFailures} failed; target < 250 ms and acknowledged = stored`),
+          line(NAME, `ingest ack p99 during the phase (${store})`, quantile(acks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(acks, 0.5).toFixed(1)} ms, max ${quantile(acks, 1).toFixed(0)} ms; after the first 10 s p99 ${quantile(acksWarm, 0.99).toFixed(0)} ms; the server's store writes (group commits) p99 ≤ ${flushP99.bound * 1000} ms of ${flushP99.total}; ${acknowledged} acknowledged, ${stored} stored, ${ingestFailures} failed; target < 250 ms and acknowledged = stored`),
           line(NAME, `rollup marks drained after the phase (${store})`, drainMs, undefined, 'ms', undefined, 'target', `marks ${marksBefore} before the phase, ${marksAfterPhase} after it, ${marksLeft} left after ${(drainMs / 1000).toFixed(0)} s; target: drained within 120 s`),
           line(NAME, `one environment's last day: API counts = raw rows (${store})`, apiCount === rawCount ? 1 : 0, undefined, 'bool', undefined, 'target', `API ${apiCount}, raw ${rawCount}`),
         ]
-        return { lines, details: { store, ...(setup ? { questdb: setup } : {}), devices: devicesCount, environments: environmentsCount, days, dashboards, seconds, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), phaseMs, dashboardStatuses, latestStatuses, exportStatuses, exportRows, exportMs, acknowledged, stored, ingestFailures, marksBefore, marksAfterPhase, marksLeft, drainMs, sharedReads, keptRows, storeRows, apiCount, rawCount } }
+        return { lines, details: { store, ...(setup ? { questdb: setup } : {}), devices: devicesCount, environments: environmentsCount, days, dashboards, seconds, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), phaseMs, dashboardStatuses, latestStatuses, exportStatuses, exportRows, exportMs, acknowledged, stored, ingestFailures, marksBefore, marksAfterPhase, marksLeft, drainMs, sharedReads, keptRows, storeRows, apiCount, rawCount, walkAgainP99: quantile(walksAgain, 0.99), latestAgainP99: quantile(latestAgain, 0.99), ackWarmP99: quantile(acksWarm, 0.99), flushP99Ms: flushP99.bound * 1000, latestKept: latestFrom('kept'), latestStore: latestFrom('store') } }
       } finally {
         await records.end()
       }
