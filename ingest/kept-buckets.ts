@@ -16,9 +16,11 @@
 // QuestDB reads a minute its rollup marks name from the raw readings, whose sums round apart from the rollups').
 //
 // Only whole buckets are kept: a window's first and last bucket are partial when `from` or `to` fall inside them,
-// and are read from the store each time. A bucket is kept for KEPT_MS at most: while the shared store is
-// unreachable each process marks its writes in its own memory (src/kv/fallback.ts), so another process's kept bucket
-// can miss them for that long; while this process sees it unreachable nothing is kept or served.
+// and are read from the store each time. While the shared store is unreachable each process marks its writes in its
+// own memory (src/kv/fallback.ts), so another process's kept buckets miss them: a process that marked into its
+// fallback starts a new epoch once the shared store answers again (at its next write), and every bucket kept under
+// the old one is read again; while this process sees the store unreachable nothing is kept or served. A bucket is
+// kept for KEPT_MS at most, under the marks' own lifetime: a mark that expired reads as none, as before any write.
 import { randomUUID } from 'node:crypto'
 import type { FallbackStore } from '../src/kv/fallback.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
@@ -28,8 +30,12 @@ import { compareKeys, groupKey, type AggregationSpec, type BucketPosition, type 
 const MINUTE_MS = 60_000
 const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
-/** How long a kept bucket may be used after its read began (see above). */
-const KEPT_MS = 120_000
+/**
+ * How long a kept bucket may be used after its read began (see above). It was 2 minutes, when the staleness of a
+ * process writing into its fallback was bounded by it alone: every room's walk then read all its buckets again every
+ * 2 minutes.
+ */
+const KEPT_MS = 30 * 60_000
 /** How long a write's marks last: longer than a bucket is kept, so a write after a bucket was read is always seen. */
 const WRITE_MARK_MS = 3_600_000
 /**
@@ -50,10 +56,18 @@ const markKey = (accountId: string, grain: number, start: number) => `readings-w
  * resolves, so a reading acknowledged is one whose marks are set.
  */
 export function markingWrites(store: ReadingsStore, shared: SharedStore): ReadingsStore {
+  const up = () => (shared as Partial<FallbackStore>).primaryUp !== false
+  /** This process marked writes into its in-process fallback: the shared store lacks those marks. */
+  let missed = false
   return Object.assign(Object.create(store) as ReadingsStore, {
     async write(readings: Parameters<ReadingsStore['write']>[0]) {
       await store.write(readings)
       if (!readings.length) return
+      if (missed && up()) {
+        // Every bucket kept anywhere under the old epoch may lack what was marked only here.
+        await shared.setMany([EPOCH_KEY], randomUUID(), EPOCH_MS)
+        if (up()) missed = false
+      }
       const keys = new Set<string>()
       let lastAccount: string | undefined
       let lastMinute = NaN
@@ -68,6 +82,7 @@ export function markingWrites(store: ReadingsStore, shared: SharedStore): Readin
         keys.add(markKey(reading.accountId, DAY_MS, Math.floor(minute / DAY_MS) * DAY_MS))
       }
       await shared.setMany([...keys], randomUUID(), WRITE_MARK_MS)
+      if (!up()) missed = true
     },
   })
 }

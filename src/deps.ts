@@ -114,7 +114,7 @@ async function startFeatures(core: Core, options: Pick<DepsOptions, 'readings' |
   // On QuestDB each series' newest reading is kept as it is written, for the latest values (ingest/kept-latest.ts);
   // the SQL store keeps its own in the write's transaction.
   const store = options.readings ? options.readings(database) : config.questdbIlp
-    ? await (await import('../ingest/stores/questdb.ts')).questdbStore(config, catalogue, { records: database, log: (message, error) => log.warn(message, { error: String(error) }) })
+    ? await (await import('../ingest/stores/questdb.ts')).questdbStore(config, catalogue, { records: database, log: (message, error) => log.warn(message, error === undefined ? {} : { error: String(error) }) })
     : sqlStore(database, reader, catalogue)
   const marked = markingWrites(store, shared)
   const readings = store.kind === 'questdb'

@@ -381,6 +381,22 @@ async function requireExactDoubles(query: (text: string) => Promise<Values[]>): 
 }
 
 /**
+ * ILP over HTTP (ingest's acknowledgements) and /exec (the readings queries) are served by one pool of QuestDB's
+ * workers: http.worker.count, or the shared pool when that is 0 (4 workers on a small machine). With a read in flight
+ * on each of them a write waits for one to end. In the dense bench (issue 57, QuestDB 7.4.2, 4 reader connections) ack
+ * p99 was 470 ms with 4 shared workers and 164 ms with 6. QuestDB's configuration is its operator's: this says so at
+ * start, and README's QuestDB section gives the setting.
+ */
+async function workersLeftForWrites(query: (text: string) => Promise<Values[]>, readers: number): Promise<string | undefined> {
+  const rows = await query(`select property_path, value from (show parameters) where property_path in ('http.worker.count', 'shared.worker.count')`).catch(() => [])
+  const setting = (name: string) => Number(rows.find(([path]) => path === name)?.[1])
+  const http = setting('http.worker.count')
+  const workers = http > 0 ? http : setting('shared.worker.count')
+  if (!Number.isFinite(workers) || workers >= readers + 2) return undefined
+  return `QuestDB serves HTTP (ILP writes and the readings queries alike) with ${workers} workers and READINGS_QUERY_CONNECTIONS is ${readers}: with every worker reading, acknowledgements wait for reads. Give QuestDB at least ${readers + 2} (shared.worker.count, or http.worker.count; QDB_SHARED_WORKER_COUNT=${readers + 2}), or lower READINGS_QUERY_CONNECTIONS`
+}
+
+/**
  * `catalogue` (in the records database) registers each series before its first reading is written: the server
  * always gives one; a tool or test that only writes and reads QuestDB may leave it out.
  */
@@ -391,6 +407,8 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
   const writeIlp = await ilpReadingsWriter(config.questdbIlp!, table, catalogue && ((readings) => catalogue.idsOf(readings)))
   const query = questdbReader(ilpTarget(config.questdbIlp!), config.readingsQueries.connections, config.readingsQueries.timeoutMs + 1_000)
   await requireExactDoubles(query)
+  const crowded = await workersLeftForWrites(query, config.readingsQueries.connections)
+  if (crowded) own?.log(crowded, undefined)
   // PG wire makes the table and views, expires partitions and reads the series once at start; the readings queries
   // go over HTTP (questdbReader). The startup option statement_timeout is QuestDB's per-connection query timeout on
   // 7.4 and 9.x alike (SET statement_timeout is accepted and ignored).

@@ -4,8 +4,12 @@
 // buckets never answer another's question; a write made through another process is seen at once (Redis).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
+import { KeptBuckets, markingWrites } from '../../ingest/kept-buckets.ts'
 import type { IntervalName, Reading } from '../../ingest/stores/interface.ts'
 import { READINGS_QUERY_DEFAULTS } from '../../src/config.ts'
+import { withFallback } from '../../src/kv/fallback.ts'
+import type { SharedStore } from '../../src/kv/interface.ts'
+import { memoryStore } from '../../src/kv/memory.ts'
 import { createTestEnv, readingsStores, REAL_DATABASE_URL, REAL_REDIS_URL, waitFor, type TestEnv } from '../helpers.ts'
 
 const stores = readingsStores('readings-kept-buckets')
@@ -166,5 +170,46 @@ describe.skipIf(!REAL_REDIS_URL || !REAL_DATABASE_URL)('kept buckets across proc
     await second.deps.readings.write([{ accountId: owner.accountId, deviceId: hub, channel: 't1', ts: BASE + 3 * H + 60_000, value: 7, metric: 'temperature', environmentId: null }])
     // At once: the write resolved after its marks were set.
     expect(await ask(98)).toEqual(Array.from({ length: 24 }, (_, i) => (i === 3 ? 2 : 1)))
+  })
+})
+
+describe('kept buckets after a writer marked into its in-process fallback', () => {
+  let env: TestEnv
+  beforeAll(async () => { env = await createTestEnv() })
+  afterAll(async () => { await env?.close() })
+
+  test('once the writer reaches the shared store again, every bucket kept before is read again', async () => {
+    // Two processes over one shared store ("Redis"): the writer reaches it through a fallback that can be cut off.
+    const redis = memoryStore()
+    let reachable = true
+    const flaky = new Proxy(redis, { get: (target, key) => {
+      const member = Reflect.get(target, key)
+      return typeof member === 'function' ? (...args: unknown[]) => (reachable ? member.apply(target, args) : Promise.reject(new Error('unreachable'))) : member
+    } }) as SharedStore
+    const writerShared = withFallback(flaky, memoryStore(), { probeMs: 10, log: { warn() {}, info() {} } })
+    const writer = markingWrites(env.deps.readings, writerShared)
+    let fromKept = 0
+    const reader = new KeptBuckets(redis, 10_000, (_, kept) => { fromKept += kept }).over(env.deps.readings)
+    const owner = await env.account({ scopes: ['environment:read'] })
+    const reading = (ts: number): Reading => ({ accountId: owner.accountId, deviceId: `hub_${owner.accountId}`, channel: 't1', ts, value: 1, metric: 'temperature', environmentId: null })
+    const counts = async () => {
+      const before = fromKept
+      const rows = await reader.buckets({ accountId: owner.accountId, from: BASE, to: BASE + 4 * H }, { interval: '1h', aggregates: ['count'], groupBy: 'series' }, 100)
+      return { counts: rows.map((r) => r.count), kept: fromKept - before }
+    }
+    await writer.write([0, 1, 2, 3].map((h) => reading(BASE + h * H)))
+    expect(await counts()).toEqual({ counts: [1, 1, 1, 1], kept: 0 })
+    expect(await counts()).toEqual({ counts: [1, 1, 1, 1], kept: 4 })
+    reachable = false
+    // Stored, acknowledged, and marked in the writer's own memory only.
+    await writer.write([reading(BASE + H + MIN)])
+    expect(writerShared.primaryUp).toBe(false)
+    reachable = true
+    await waitFor(async () => writerShared.primaryUp, 2_000)
+    // The writer's next write, into hour 3 only, starts a new epoch: hour 1 is read again, with the reading it missed.
+    await writer.write([reading(BASE + 3 * H + MIN)])
+    expect(await counts()).toEqual({ counts: [1, 2, 1, 2], kept: 0 })
+    expect(await counts()).toEqual({ counts: [1, 2, 1, 2], kept: 4 })
+    await writerShared.close()
   })
 })

@@ -707,7 +707,7 @@ export interface paths {
          *     same `from` and `to` ask) share one read of the store: a request joins a read begun at most 1 s before it, so its answer may
          *     hold the readings as they were up to that long before, and is otherwise the answer of a read of its own (counted in
          *     `hrs_readings_shared_reads_total` on `/metrics`). A window left to default ends at the moment asked, so it is a question of its own.
-         *     Whole buckets a JSON page read are kept by the service (`READINGS_KEPT_ROWS`, up to 2 minutes), and the next page of the same question
+         *     Whole buckets a JSON page read are kept by the service (`READINGS_KEPT_ROWS`, up to 30 minutes), and the next page of the same question
          *     (account, filters, interval, aggregates, grouping; any window or page size) reads from the store only the buckets not kept: a write into a
          *     kept bucket's time, by any process, makes it read again, so the answer is the one a read of its own gives.
          *
