@@ -44,14 +44,14 @@ const CSV_GC_SLACK_BYTES = 8 * 2 ** 20
  * A full collection stops the process for as long as its live heap takes to mark: 20–40 ms for an idle server on
  * PGlite, about 100 ms with the 2 million rows kept buckets may hold (ingest/kept-buckets.ts; Bun 1.4). Asked after
  * every step of an export, the dense site's (676,000 rows in steps of 5,000) stopped every acknowledgement, latest
- * value and page behind it for about half of the export's 25 s. So one that took longer than FREE_GC_MS runs at most
- * once per FULL_GC_SPACING times its duration (a twentieth of the process's time at most), with a young-generation one
+ * value and page behind it for about half of the export's 25 s. So while they take longer than FREE_GC_MS (the shorter of the last two) one runs at
+ * most once per FULL_GC_SPACING times that (a twentieth of the process's time at most), with a young-generation one
  * (about 2 ms) in between; a shorter one runs whenever asked, as the bound above needs (at 25 ms an idle PGlite
  * server's export grew 60–78 MB, spaced; at 50, 24 MB).
  */
 const FREE_GC_MS = 50
 const FULL_GC_SPACING = 20
-let lastFullGc = { endedAt: 0, tookMs: 0 }
+let lastFullGc = { endedAt: 0, tookMs: 0, lastTookMs: Infinity }
 
 /** Garbage collected now, within the bound above (an export's stream asks after each step). */
 function collectGarbage(): void {
@@ -62,7 +62,10 @@ function collectGarbage(): void {
   }
   Bun.gc(true)
   const endedAt = performance.now()
-  lastFullGc = { endedAt, tookMs: endedAt - now }
+  // The shorter of the last two: a long collection among short ones (much garbage at once) says nothing of the next,
+  // a live heap that takes long to mark makes every one long.
+  const took = endedAt - now
+  lastFullGc = { endedAt, tookMs: Math.min(took, lastFullGc.lastTookMs), lastTookMs: took }
 }
 
 const ReadingRow = t.Object({
