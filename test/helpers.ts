@@ -9,6 +9,9 @@ import { createKey } from '../src/auth/keys.ts'
 import type { Scope } from '../src/auth/scopes.ts'
 import { loadConfig, type Config } from '../src/config.ts'
 import { createDeps, type Deps, type DepsOptions } from '../src/deps.ts'
+import { withFallback, type FallbackStore } from '../src/kv/fallback.ts'
+import type { SharedStore } from '../src/kv/interface.ts'
+import { memoryStore } from '../src/kv/memory.ts'
 import { startMqttListener, type MqttListener } from '../ingest/mqtt.ts'
 import type { Plan } from '../db/schema/index.ts'
 import { VIEW_CHAIN } from '../ingest/stores/questdb-rollups.ts'
@@ -186,4 +189,18 @@ export function shuffled<T>(items: readonly T[], seed: number): T[] {
     ;[out[i], out[j]] = [out[j]!, out[i]!]
   }
   return out
+}
+
+/**
+ * A process's view of a shared store (`redis`) it can be cut off from: `store` falls back to its own memory while
+ * `reachable` is false (src/kv/fallback.ts), and goes back once a probe answers.
+ */
+export function cutOffShared(redis: SharedStore): { store: FallbackStore; reachable: boolean } {
+  const view = { reachable: true } as { store: FallbackStore; reachable: boolean }
+  const flaky = new Proxy(redis, { get: (target, key) => {
+    const member = Reflect.get(target, key)
+    return typeof member === 'function' ? (...args: unknown[]) => (view.reachable ? member.apply(target, args) : Promise.reject(new Error('unreachable'))) : member
+  } }) as SharedStore
+  view.store = withFallback(flaky, memoryStore(), { probeMs: 10, log: { warn() {}, info() {} } })
+  return view
 }

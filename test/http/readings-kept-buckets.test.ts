@@ -7,10 +7,8 @@ import fc from 'fast-check'
 import { KeptBuckets, markingWrites } from '../../ingest/kept-buckets.ts'
 import type { IntervalName, Reading } from '../../ingest/stores/interface.ts'
 import { READINGS_QUERY_DEFAULTS } from '../../src/config.ts'
-import { withFallback } from '../../src/kv/fallback.ts'
-import type { SharedStore } from '../../src/kv/interface.ts'
 import { memoryStore } from '../../src/kv/memory.ts'
-import { createTestEnv, readingsStores, REAL_DATABASE_URL, REAL_REDIS_URL, waitFor, type TestEnv } from '../helpers.ts'
+import { createTestEnv, cutOffShared, readingsStores, REAL_DATABASE_URL, REAL_REDIS_URL, waitFor, type TestEnv } from '../helpers.ts'
 
 const stores = readingsStores('readings-kept-buckets')
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -181,12 +179,8 @@ describe('kept buckets after a writer marked into its in-process fallback', () =
   test('once the writer reaches the shared store again, every bucket kept before is read again', async () => {
     // Two processes over one shared store ("Redis"): the writer reaches it through a fallback that can be cut off.
     const redis = memoryStore()
-    let reachable = true
-    const flaky = new Proxy(redis, { get: (target, key) => {
-      const member = Reflect.get(target, key)
-      return typeof member === 'function' ? (...args: unknown[]) => (reachable ? member.apply(target, args) : Promise.reject(new Error('unreachable'))) : member
-    } }) as SharedStore
-    const writerShared = withFallback(flaky, memoryStore(), { probeMs: 10, log: { warn() {}, info() {} } })
+    const cut = cutOffShared(redis)
+    const writerShared = cut.store
     const writer = markingWrites(env.deps.readings, writerShared)
     let fromKept = 0
     const reader = new KeptBuckets(redis, 10_000, (_, kept) => { fromKept += kept }).over(env.deps.readings)
@@ -200,11 +194,11 @@ describe('kept buckets after a writer marked into its in-process fallback', () =
     await writer.write([0, 1, 2, 3].map((h) => reading(BASE + h * H)))
     expect(await counts()).toEqual({ counts: [1, 1, 1, 1], kept: 0 })
     expect(await counts()).toEqual({ counts: [1, 1, 1, 1], kept: 4 })
-    reachable = false
+    cut.reachable = false
     // Stored, acknowledged, and marked in the writer's own memory only.
     await writer.write([reading(BASE + H + MIN)])
     expect(writerShared.primaryUp).toBe(false)
-    reachable = true
+    cut.reachable = true
     await waitFor(async () => writerShared.primaryUp, 2_000)
     // The writer's next write, into hour 3 only, starts a new epoch: hour 1 is read again, with the reading it missed.
     await writer.write([reading(BASE + 3 * H + MIN)])

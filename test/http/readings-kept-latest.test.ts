@@ -8,10 +8,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { keepingLatest } from '../../ingest/kept-latest.ts'
 import type { RawRow, Reading, ReadingsFilter, ReadingsStore } from '../../ingest/stores/interface.ts'
-import { withFallback } from '../../src/kv/fallback.ts'
 import type { SharedStore } from '../../src/kv/interface.ts'
 import { memoryStore } from '../../src/kv/memory.ts'
-import { createTestEnv, readingsStores, waitFor, type TestEnv } from '../helpers.ts'
+import { createTestEnv, cutOffShared, readingsStores, waitFor, type TestEnv } from '../helpers.ts'
 
 const stores = readingsStores('readings-kept-latest')
 const MIN = 60_000
@@ -212,12 +211,8 @@ for (const { name, overrides, drop } of stores) {
     test('a writer that wrote into its in-process fallback while the shared store was unreachable makes every entry start over once it answers again', async () => {
       // Two processes over one shared store ("Redis"): the writer reaches it through a fallback that can be cut off.
       const redis = memoryStore()
-      let reachable = true
-      const flaky = new Proxy(redis, { get: (target, key) => {
-        const member = Reflect.get(target, key)
-        return typeof member === 'function' ? (...args: unknown[]) => (reachable ? member.apply(target, args) : Promise.reject(new Error('unreachable'))) : member
-      } }) as SharedStore
-      const writerShared = withFallback(flaky, memoryStore(), { probeMs: 10, log: { warn() {}, info() {} } })
+      const cut = cutOffShared(redis)
+      const writerShared = cut.store
       const writer = wrap(writerShared)
       const reader = wrap(redis)
       const owner = await env.account({ scopes: ['environment:read'] })
@@ -227,13 +222,13 @@ for (const { name, overrides, drop } of stores) {
       await write(writer, [reading('h1', 1, 1), reading('t1', 1, 1)])
       expect(await values(reader)).toEqual(['h1=1', 't1=1'])
       expect(await values(reader)).toEqual(['h1=1', 't1=1'])
-      reachable = false
+      cut.reachable = false
       // Stored, acknowledged, and raised in the writer's own memory only.
       await write(writer, [reading('h1', 2, 2)])
       expect(writerShared.primaryUp).toBe(false)
       // While this process sees the shared store unreachable it answers from the store.
       expect(await values(writer)).toEqual(['h1=2', 't1=1'])
-      reachable = true
+      cut.reachable = true
       await waitFor(async () => writerShared.primaryUp, 2_000)
       await write(writer, [reading('t1', 3, 3)])
       // The reader's entry for h1 still holds minute 1; the epoch the writer started once it reached the store again
