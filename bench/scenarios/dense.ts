@@ -192,7 +192,10 @@ export const dense: Scenario = async (ctx) => {
             count(exportStatuses, res.status)
             if (res.status === 429) { await res.arrayBuffer(); await Bun.sleep(1000); continue }
             if (res.status !== 200) { await res.arrayBuffer(); break }
-            exportRows += (await res.text()).split('\r\n').length - 2
+            // A file whose later step failed (a store error, a deadline) ends without its terminator: a transfer error.
+            const text = await res.text().catch(() => undefined)
+            if (text === undefined) { count(exportStatuses, 'broken off'); break }
+            exportRows += text.split('\r\n').length - 2
             cursor = res.headers.get('next-cursor')
             if (!cursor) break
           }
