@@ -22,7 +22,7 @@
 // the old one is read again; while this process sees the store unreachable nothing is kept or served. A bucket is
 // kept for KEPT_MS at most, under the marks' own lifetime: a mark that expired reads as none, as before any write.
 import { randomUUID } from 'node:crypto'
-import type { FallbackStore } from '../src/kv/fallback.ts'
+import { epochAfterOutage, primaryUp } from '../src/kv/fallback.ts'
 import type { SharedStore } from '../src/kv/interface.ts'
 import { bucketNumber, bucketStart, INTERVALS } from './planner.ts'
 import { compareKeys, groupKey, type AggregationSpec, type BucketPosition, type BucketRow, type IntervalName, type ReadingsFilter, type ReadingsStore } from './stores/interface.ts'
@@ -56,18 +56,13 @@ const markKey = (accountId: string, grain: number, start: number) => `readings-w
  * resolves, so a reading acknowledged is one whose marks are set.
  */
 export function markingWrites(store: ReadingsStore, shared: SharedStore): ReadingsStore {
-  const up = () => (shared as Partial<FallbackStore>).primaryUp !== false
-  /** This process marked writes into its in-process fallback: the shared store lacks those marks. */
-  let missed = false
+  // Every bucket kept anywhere under the old epoch may lack what was marked only here.
+  const outage = epochAfterOutage(shared, EPOCH_KEY, EPOCH_MS)
   return Object.assign(Object.create(store) as ReadingsStore, {
     async write(readings: Parameters<ReadingsStore['write']>[0]) {
       await store.write(readings)
       if (!readings.length) return
-      if (missed && up()) {
-        // Every bucket kept anywhere under the old epoch may lack what was marked only here.
-        await shared.setMany([EPOCH_KEY], randomUUID(), EPOCH_MS)
-        if (up()) missed = false
-      }
+      await outage.renew()
       const keys = new Set<string>()
       let lastAccount: string | undefined
       let lastMinute = NaN
@@ -82,7 +77,7 @@ export function markingWrites(store: ReadingsStore, shared: SharedStore): Readin
         keys.add(markKey(reading.accountId, DAY_MS, Math.floor(minute / DAY_MS) * DAY_MS))
       }
       await shared.setMany([...keys], randomUUID(), WRITE_MARK_MS)
-      if (!up()) missed = true
+      outage.wrote()
     },
   })
 }
@@ -120,7 +115,7 @@ export class KeptBuckets {
   private async buckets(store: ReadingsStore, filter: ReadingsFilter, spec: AggregationSpec, limit: number, after: BucketPosition | undefined, skip: number, signal: AbortSignal | undefined): Promise<BucketRow[]> {
     const { interval } = spec
     const direct = () => store.buckets(filter, spec, limit, after, skip, signal)
-    if (this.maxRows === 0 || skip > 0 || limit <= 0 || filter.from >= filter.to || (this.shared as Partial<FallbackStore>).primaryUp === false) return direct()
+    if (this.maxRows === 0 || skip > 0 || limit <= 0 || filter.from >= filter.to || !primaryUp(this.shared)) return direct()
     // The whole buckets of the window from `after`'s on (those before it are not asked for).
     let first = bucketNumber(interval, filter.from)
     if (bucketStart(interval, first) < filter.from) first++

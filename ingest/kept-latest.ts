@@ -25,7 +25,7 @@
 // writes or reads, if later), and entries of another epoch are not used: they missed its writes. While this process
 // sees the shared store unreachable the store answers.
 import { randomUUID } from 'node:crypto'
-import type { FallbackStore } from '../src/kv/fallback.ts'
+import { epochAfterOutage, primaryUp } from '../src/kv/fallback.ts'
 import type { NewestEntry, SharedStore } from '../src/kv/interface.ts'
 import { MAX_FUTURE_MS } from '../src/records/rules.ts'
 import { MIN_READING_TS } from './parse.ts'
@@ -57,10 +57,9 @@ export interface KeptLatestOptions {
 
 /** `store` with each series' newest reading kept in `shared` as it is written, and latest() answered from it where it can be. */
 export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalogue: Pick<SeriesCatalogue, 'idsOf' | 'list'>, options: KeptLatestOptions): ReadingsStore {
-  const up = () => (shared as Partial<FallbackStore>).primaryUp !== false
+  const up = () => primaryUp(shared)
+  const outage = epochAfterOutage(shared, EPOCH_KEY, EPOCH_MS)
   let epoch: { value: string; readAt: number } | undefined
-  /** This process raised entries into its in-process fallback: the shared store lacks them. */
-  let missed = false
 
   const currentEpoch = async (): Promise<string> => {
     const now = Date.now()
@@ -73,10 +72,7 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
   }
   /** Once the shared store answers again after this process raised into its fallback, every entry kept before goes. */
   const afterOutage = async () => {
-    if (!missed || !up()) return
-    await shared.set(EPOCH_KEY, randomUUID(), EPOCH_MS)
-    epoch = undefined
-    if (up()) missed = false
+    if (await outage.renew()) epoch = undefined
   }
 
   const answerFromKept = (series: readonly SeriesRow[], held: readonly (string | null)[], current: string, filter: ReadingsFilter): RawRow[] | undefined => {
@@ -134,7 +130,7 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
       const entries: NewestEntry[] = []
       for (const [id, at] of newest) entries.push([entryKey(id), readings[at]!.ts, `${current} ${readings[at]!.value}`])
       await shared.keepNewest(entries, ENTRY_MS, true)
-      if (!up()) missed = true
+      outage.wrote()
     },
 
     async latest(filter: ReadingsFilter, limit: number, after?: LatestPosition, signal: AbortSignal = NO_DEADLINE): Promise<RawRow[]> {

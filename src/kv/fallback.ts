@@ -3,6 +3,7 @@
 // meanwhile (also said in the OpenAPI description): rate limits count per process; idempotency locks are per
 // process, with the Postgres primary key on (account, key) still refusing a second write; revocations and device
 // changes reach other processes within KEY_CACHE_TTL_MS instead of at once (this process applies them at once).
+import { randomUUID } from 'node:crypto'
 import type { Logger } from '../log.ts'
 import type { SharedStore } from './interface.ts'
 
@@ -81,6 +82,28 @@ export function withFallback(primary: SharedStore, fallback: SharedStore, option
     async close() {
       if (probe) clearInterval(probe)
       await Promise.all([primary.close(), fallback.close()])
+    },
+  }
+}
+
+/** Whether `shared` is reaching its primary now (a store without a fallback always is). */
+export const primaryUp = (shared: SharedStore): boolean => (shared as Partial<FallbackStore>).primaryUp !== false
+
+/**
+ * For what processes keep from the shared store under an epoch (kept buckets, kept latest values): this process's
+ * writes made while its primary was unreachable went to its in-process fallback only, so what others keep misses
+ * them. `wrote()` after each such write notes it; `renew()` before the next starts a new epoch at `epochKey` once the
+ * primary answers again, so everything kept under the old one is read afresh.
+ */
+export function epochAfterOutage(shared: SharedStore, epochKey: string, ttlMs: number): { wrote(): void; renew(): Promise<boolean> } {
+  let missed = false
+  return {
+    wrote() { if (!primaryUp(shared)) missed = true },
+    async renew() {
+      if (!missed || !primaryUp(shared)) return false
+      await shared.set(epochKey, randomUUID(), ttlMs)
+      if (primaryUp(shared)) missed = false
+      return true
     },
   }
 }
