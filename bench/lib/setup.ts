@@ -10,7 +10,10 @@ const suffix = () => `${Date.now().toString(36)}_${Math.random().toString(36).sl
 
 export interface FreshDatabase { name: string; url: string; drop(): Promise<void> }
 
-/** A new, empty database on the bench's Postgres (dropped by drop(), whatever is still connected). */
+/**
+ * A new, empty database on the bench's Postgres (dropped by drop(), whatever is still connected; kept, its name
+ * printed, with BENCH_KEEP_DATABASE=1, to look into what a run left: query plans on its data).
+ */
 export async function freshDatabase(label: string): Promise<FreshDatabase> {
   const name = `hrs_bench_${label}_${suffix()}`.toLowerCase().replace(/[^a-z0-9_]/g, '_')
   const admin = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
@@ -20,6 +23,7 @@ export async function freshDatabase(label: string): Promise<FreshDatabase> {
   return {
     name, url: url.toString(),
     async drop() {
+      if (process.env.BENCH_KEEP_DATABASE === '1') return console.error(`kept database ${name} (BENCH_KEEP_DATABASE=1): drop it when done`)
       const a = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
       try { await a.unsafe(`drop database if exists ${name} with (force)`) } finally { await a.end() }
     },

@@ -139,6 +139,24 @@ for (const { name, overrides, drop } of stores) {
       expect(after.walked.split('\r\n')[5]!.endsWith(',13')).toBe(true)
       expect({ kept: keptRows() - kept1 >= 47, store: storeRows() - store1 }).toEqual({ kept: true, store: 1 })
     }, 60_000)
+
+    test('pages that end inside a bucket keep it whole: asked again at other page sizes, nothing is read from the store', async () => {
+      const a = await env.account({ scopes: ['environment:read'] })
+      // Three series: a page of 5 or 7 rows ends inside an hour (the planner reads on to the end of its bucket).
+      const readings = [0, 1, 2].flatMap((d) => Array.from({ length: 48 * 4 }, (_, i) => ({ accountId: a.accountId, deviceId: `hub_${d}`, channel: 't1', ts: BASE + i * 15 * MIN, value: d * 100 + (i % 11), metric: 'temperature', environmentId: 'env_1' })))
+      await write(readings)
+      const params = new URLSearchParams({ from: iso(BASE), to: iso(BASE + 48 * H), interval: '1h', agg: 'avg,count' })
+      const columns = ['ts', 'device_id', 'channel', 'metric', 'environment_id', 'avg', 'count']
+      const first = await both(a.token, params, 5, columns)
+      expect(first.walked).toBe(first.file)
+      expect(first.walked.split('\r\n').length - 1).toBe(3 * 48)
+      for (const limit of [7, 4]) {
+        const store0 = storeRows()
+        const again = await both(a.token, params, limit, columns)
+        expect(again.walked).toBe(first.walked)
+        expect(storeRows() - store0).toBe(0)
+      }
+    }, 60_000)
   })
 }
 
