@@ -83,6 +83,8 @@ export function markingWrites(store: ReadingsStore, shared: SharedStore): Readin
 }
 
 interface Kept { rows: BucketRow[]; marks: string; until: number }
+/** A bucket being read from the store by some request: its rows once kept, undefined if that read keeps none of it. */
+interface Pending { marks: string; rows: Promise<BucketRow[] | undefined> }
 
 /**
  * What the buckets a read covers looked like before it began: the marks of each, and whether what the store gives
@@ -95,6 +97,14 @@ const MAX_INTERNED = 100_000
 
 export class KeptBuckets {
   private readonly kept = new Map<string, Kept>()
+  /**
+   * Buckets a store read in flight will keep, under the marks they had before it began. A request that finds the
+   * marks of such a bucket unchanged waits for that read instead of reading the bucket again: its rows are exact for
+   * that request as kept ones are (see the top of the file). A dashboard is many people asking for the same room, and
+   * its first ask, with nothing kept, takes seconds under load: at the dense site (issue 57), every ask of a room
+   * while its first walk was in flight read the whole day again.
+   */
+  private readonly pending = new Map<string, Pending>()
   private rows = 0
   /**
    * One copy of each identity string (device, channel, metric, environment) of kept rows: a store's answer carries its
@@ -145,6 +155,11 @@ export class KeptBuckets {
       this.kept.set(keyOf(n), entry)
       return entry
     }
+    /** The rows a read in flight is getting for bucket `n`, where its marks are those `n` has now. */
+    const joinable = (n: number): Pending | undefined => {
+      const entry = this.pending.get(keyOf(n))
+      return entry && entry.marks === snapshot.marks(n) ? entry : undefined
+    }
     const afterKey = after && ([after[1], after[2]] as const)
     /** Whether bucket `b` lies whole in the window (from `after`'s on): only those are kept. */
     const whole = (b: number) => b >= first && b <= last
@@ -156,7 +171,12 @@ export class KeptBuckets {
     const final = bucketNumber(interval, filter.to - 1)
     let n = after ? Math.max(bucketNumber(interval, filter.from), bucketNumber(interval, after[0])) : bucketNumber(interval, filter.from)
     while (n <= final && out.length < limit) {
-      const entry = whole(n) ? usable(n) : undefined
+      let entry: { rows: BucketRow[] } | undefined = whole(n) ? usable(n) : undefined
+      if (!entry && whole(n)) {
+        const inFlight = joinable(n)
+        const rows = inFlight && (await untilAborted(inFlight.rows, signal))
+        if (rows) entry = { rows }
+      }
       if (entry) {
         // `after`'s bucket: only its groups after `after`.
         let rows = entry.rows
@@ -170,18 +190,25 @@ export class KeptBuckets {
       // A run of buckets not kept (or kept but stale, or the window's partial first and last), read in one call: a
       // first ask reads the window as one read would, not its edges and middle one after another.
       let m = n
-      while (m < final && !(whole(m + 1) && fresh(this.kept.get(keyOf(m + 1)), m + 1))) m++
+      while (m < final && !(whole(m + 1) && (fresh(this.kept.get(keyOf(m + 1)), m + 1) || joinable(m + 1)))) m++
       const runFrom = Math.max(filter.from, bucketStart(interval, n))
       const runTo = Math.min(filter.to, bucketStart(interval, m + 1))
       const runAfter = after && after[0] >= runFrom ? after : undefined
       const wanted = limit - out.length
       const keepFrom = Math.max(n, first)
       const keepTo = Math.min(m, last)
-      // Asked, once per request, before the store is read (see the top of the file); not for a partial bucket alone.
-      if (keepable === undefined && keepFrom <= keepTo) keepable = (await snapshot.keepable()) ?? null
-      const rows = await store.buckets({ ...filter, from: runFrom, to: runTo }, spec, wanted, runAfter, 0, signal)
+      // Announced before anything is awaited, so a request arriving meanwhile waits for this read (`pending`).
+      const announced = this.announce(keepFrom, keepTo, runAfter && bucketNumber(interval, runAfter[0]), snapshot, keyOf)
+      let rows: BucketRow[]
+      try {
+        // Asked, once per request, before the store is read (see the top of the file); not for a partial bucket alone.
+        if (keepable === undefined && keepFrom <= keepTo) keepable = (await snapshot.keepable()) ?? null
+        rows = await store.buckets({ ...filter, from: runFrom, to: runTo }, spec, wanted, runAfter, 0, signal)
+        if (keepable && keepFrom <= keepTo) this.keep(rows, wanted, n, m, keepFrom, keepTo, interval, runAfter, snapshot, keepable, keyOf, now)
+      } finally {
+        this.settle(announced, keyOf)
+      }
       fromStore += rows.length
-      if (keepable && keepFrom <= keepTo) this.keep(rows, wanted, n, m, keepFrom, keepTo, interval, runAfter, snapshot, keepable, keyOf, now)
       out.push(...rows)
       n = m + 1
     }
@@ -214,6 +241,31 @@ export class KeptBuckets {
     for (const [key, entry] of this.kept) {
       if (this.rows <= this.maxRows) break
       this.drop(key, entry)
+    }
+  }
+
+  /**
+   * Marks buckets `from`..`to` (but `skipped`, whose groups up to `after` a read leaves out) as being read, where no
+   * read in flight holds them under the same marks; returns how to tell their waiters what the read kept.
+   */
+  private announce(from: number, to: number, skipped: number | undefined, snapshot: Snapshot, keyOf: (n: number) => string): Map<number, { entry: Pending; resolve: (rows: BucketRow[] | undefined) => void }> {
+    const announced = new Map<number, { entry: Pending; resolve: (rows: BucketRow[] | undefined) => void }>()
+    for (let b = from; b <= to; b++) {
+      if (b === skipped || this.pending.get(keyOf(b))?.marks === snapshot.marks(b)) continue
+      const { promise, resolve } = Promise.withResolvers<BucketRow[] | undefined>()
+      const entry = { marks: snapshot.marks(b), rows: promise }
+      this.pending.set(keyOf(b), entry)
+      announced.set(b, { entry, resolve })
+    }
+    return announced
+  }
+
+  /** Ends what announce() began: each waiter gets the bucket as this read kept it, or undefined and reads it itself. */
+  private settle(announced: ReturnType<KeptBuckets['announce']>, keyOf: (n: number) => string): void {
+    for (const [b, { entry, resolve }] of announced) {
+      const kept = this.kept.get(keyOf(b))
+      resolve(kept && kept.marks === entry.marks ? kept.rows : undefined)
+      if (this.pending.get(keyOf(b)) === entry) this.pending.delete(keyOf(b))
     }
   }
 
@@ -266,4 +318,15 @@ export class KeptBuckets {
       },
     }
   }
+}
+
+/** `promise`'s value, or undefined once `signal` aborts first (a waiter whose client went away stops waiting). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {
+  if (!signal) return promise
+  if (signal.aborted) return Promise.resolve(undefined)
+  return new Promise((resolve) => {
+    const gone = () => resolve(undefined)
+    signal.addEventListener('abort', gone, { once: true })
+    promise.then((value) => { signal.removeEventListener('abort', gone); resolve(value) })
+  })
 }

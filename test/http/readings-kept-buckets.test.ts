@@ -225,3 +225,71 @@ describe('kept buckets after a writer marked into its in-process fallback', () =
     await writerShared.close()
   })
 })
+
+describe('buckets read by a request in flight', () => {
+  let env: TestEnv
+  beforeAll(async () => { env = await createTestEnv() })
+  afterAll(async () => { await env?.close() })
+
+  /** The store with its bucket reads counted, the first `held` of them answered only at `release()` (read before). */
+  const gatedStore = (held: number) => {
+    let calls = 0
+    let failNext = false
+    const { promise: released, resolve: release } = Promise.withResolvers<void>()
+    const store = Object.assign(Object.create(env.deps.readings), {
+      async buckets(...args: Parameters<typeof env.deps.readings.buckets>) {
+        const call = ++calls
+        const rows = await env.deps.readings.buckets(...args)
+        if (call <= held) await released
+        if (failNext) { failNext = false; throw new Error('the store failed this read') }
+        return rows
+      },
+    }) as typeof env.deps.readings
+    return { store, calls: () => calls, release, failNextRead: () => { failNext = true } }
+  }
+
+  test('asked at once, the buckets nobody has kept are read from the store once; a bucket written since is read again', async () => {
+    const shared = memoryStore()
+    const writer = markingWrites(env.deps.readings, shared)
+    const owner = await env.account({ scopes: ['environment:read'] })
+    const reading = (ts: number): Reading => ({ accountId: owner.accountId, deviceId: `hub_${owner.accountId}`, channel: 't1', ts, value: 1, metric: 'temperature', environmentId: null })
+    await writer.write([0, 1, 2, 3].map((h) => reading(BASE + h * H)))
+    const gate = gatedStore(1)
+    const reader = new KeptBuckets(shared, 10_000).over(gate.store)
+    const counts = async () => (await reader.buckets({ accountId: owner.accountId, from: BASE, to: BASE + 4 * H }, { interval: '1h', aggregates: ['count'], groupBy: 'series' }, 100)).map((r) => r.count)
+    const first = counts()
+    await waitFor(async () => gate.calls() === 1, 2_000)
+    // Two more asks while the first read is held: they wait for it.
+    const others = [counts(), counts()]
+    await Bun.sleep(50)
+    expect(gate.calls()).toBe(1)
+    // A write into hour 2 now: an ask after it must not take hour 2 from the read begun before it.
+    await writer.write([reading(BASE + 2 * H + MIN)])
+    const afterWrite = counts()
+    gate.release()
+    expect(await first).toEqual([1, 1, 1, 1])
+    expect(await Promise.all(others)).toEqual([[1, 1, 1, 1], [1, 1, 1, 1]])
+    expect(await afterWrite).toEqual([1, 1, 2, 1])
+    // The ask after the write read hour 2 alone; everything else came from the first read.
+    expect(gate.calls()).toBe(2)
+  })
+
+  test('when the read waited for fails, the waiting request reads the buckets itself', async () => {
+    const shared = memoryStore()
+    const writer = markingWrites(env.deps.readings, shared)
+    const owner = await env.account({ scopes: ['environment:read'] })
+    await writer.write([0, 1].map((h) => ({ accountId: owner.accountId, deviceId: 'hub_1', channel: 't1', ts: BASE + h * H, value: 2, metric: 'temperature', environmentId: null })))
+    const gate = gatedStore(1)
+    const reader = new KeptBuckets(shared, 10_000).over(gate.store)
+    const counts = async () => (await reader.buckets({ accountId: owner.accountId, from: BASE, to: BASE + 2 * H }, { interval: '1h', aggregates: ['count'], groupBy: 'series' }, 100)).map((r) => r.count)
+    gate.failNextRead()
+    const first = counts()
+    await waitFor(async () => gate.calls() === 1, 2_000)
+    const waiting = counts()
+    await Bun.sleep(50)
+    gate.release()
+    expect(await first.catch((error: Error) => error.message)).toBe('the store failed this read')
+    expect(await waiting).toEqual([1, 1])
+    expect(gate.calls()).toBe(2)
+  })
+})
