@@ -201,6 +201,37 @@ function slowReads(store: ReadingsStore, delayMs: number): ReadingsStore {
   }
 }
 
+describe.skipIf(!REAL_DATABASE_URL)('latest values never queue behind bucket reads (Postgres)', () => {
+  test('with every reader connection held by a bucket read, a room\'s latest values still answer at once', async () => {
+    const env = await createTestEnv()
+    // One connection holds the lock in a transaction, the other watches the reads wait for it.
+    const locker = postgres(env.config.databaseUrl!, { max: 2, onnotice: () => {} })
+    const store = sqlStore(env.deps.database, { connections: 2, statementTimeoutMs: 30_000 }, new SeriesCatalogue(env.deps.database))
+    try {
+      const owner = await env.account({ scopes: ['sensors:write', 'environment:read'] })
+      const now = Date.now()
+      await store.write([{ accountId: owner.accountId, deviceId: 'hub_1', channel: 't1', ts: now - 60_000, value: 21.5, metric: 'temperature', environmentId: 'env_1' }])
+      const filter = { accountId: owner.accountId, from: now - 3_600_000, to: now + 60_000 }
+      // The rollups locked: both reader connections wait in bucket reads until the lock goes.
+      const { promise: unlock, resolve: release } = Promise.withResolvers<void>()
+      const { promise: locked, resolve: lockTaken } = Promise.withResolvers<void>()
+      const held = locker.begin(async (tx) => { await tx.unsafe('lock table reading_rollups_1m in access exclusive mode'); lockTaken(); await unlock })
+      await locked
+      const buckets = [0, 1].map(() => store.buckets(filter, { interval: '1m', aggregates: ['avg'], groupBy: 'series' }, 10, undefined, 0, NO_DEADLINE))
+      await waitFor(async () => Number((await locker.unsafe(`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%reading_rollups_1m%'`))[0]!.n) === 2, 5_000)
+      const latest = await store.latest(filter, 10, undefined, AbortSignal.timeout(3_000))
+      expect(latest.map((r) => [r.device_id, r.channel, r.value])).toEqual([['hub_1', 't1', 21.5]])
+      release()
+      await held
+      expect((await Promise.all(buckets)).map((rows) => rows.map((r) => r.avg))).toEqual([[21.5], [21.5]])
+    } finally {
+      await store.close()
+      await locker.end()
+      await env.close()
+    }
+  })
+})
+
 describe('fairness: heavy queries per account, counted across processes; another account is not held up', () => {
   test(`over ${limits.perAccount} heavy queries at once, the rest get 429 too_many_queries with Retry-After, on either node; another account is served`, async () => {
     // Two nodes on one database and one shared store (Redis when REDIS_URL is set; one process's store otherwise,
