@@ -709,7 +709,8 @@ export interface paths {
          *     `hrs_readings_shared_reads_total` on `/metrics`). A window left to default ends at the moment asked, so it is a question of its own.
          *     Whole buckets a JSON page read are kept by the service (`READINGS_KEPT_ROWS`, up to 30 minutes), and the next page of the same question
          *     (account, filters, interval, aggregates, grouping; any window or page size) reads from the store only the buckets not kept: a write into a
-         *     kept bucket's time, by any process, makes it read again, so the answer is the one a read of its own gives.
+         *     kept bucket's time, by any process, makes it read again, so the answer is the one a read of its own gives. Buckets another request is
+         *     reading from the store at that moment, with no write into their time since, are waited for rather than read again.
          *
          *     **Retention.** Raw readings are kept 90 days, minute rollups 365, hour rollups 1825, day rollups
          *     forever (operator settings `READINGS_RETENTION_DAYS`, `READINGS_MINUTE_ROLLUP_RETENTION_DAYS`,
