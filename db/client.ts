@@ -97,7 +97,7 @@ const CONNECT_TIMEOUT_SECONDS = 2
 /** …and the server cancels any statement running longer than this (no request of ours needs a tenth of it). */
 const STATEMENT_TIMEOUT_MS = 10_000
 /**
- * A query that has not reached a connection this long after it was issued, while the pool took no other, is
+ * A query that has not reached a connection this long after it was issued, while the pool answered no other, is
  * cancelled (SQLSTATE 57014, which answers 503 with Retry-After): while Postgres is down, postgres.js keeps queries queued until a connection
  * opens, and a request waited for it with no answer (15 s and more in a fast-shutdown test). Cancelling a query
  * that no connection has taken removes it from the queue, so it is never run later. With the sweep's quarter
@@ -111,14 +111,14 @@ const START_DEADLINE_MS = 1_000
 const reconnectBackoffSeconds = (attempt: number) => Math.min(0.05 * 2 ** attempt, 0.5)
 
 /**
- * The part of a postgres.js query the deadline reads: `state` is null until a connection has taken it; `resolve` and
- * `reject` are what the connection calls when it ends (wrapped to count it: neither runs the query, as then would).
+ * The part of a postgres.js query the deadline reads: `state` is null until a connection has taken it; `resolve` is
+ * what the connection calls with its rows (wrapped to count it: that does not run the query, as then would).
  */
-interface PendingQuery { state: unknown; cancel(): unknown; resolve(value: unknown): unknown; reject(error: unknown): unknown }
+interface PendingQuery { state: unknown; cancel(): unknown; resolve(value: unknown): unknown }
 
 /**
  * Wraps `client.unsafe` (drizzle's one way in, and `begin`'s) so that every query not taken by a connection within
- * START_DEADLINE_MS, while no other query was taken either, is cancelled. Postgres is then presumed unreachable and
+ * START_DEADLINE_MS, while no other query was answered either, is cancelled. Postgres is then presumed unreachable and
  * every query still waiting is cancelled at the next sweep (a request making two queries in turn would otherwise
  * wait twice), until a query is seen taken by a connection again. One sweep a quarter second, not a timer per query: the hot path
  * pays an array push.
@@ -135,36 +135,33 @@ function cancelQueriesNotStarted(client: { unsafe: (...args: any[]) => any }): (
   const unsafe = client.unsafe.bind(client)
   let issued: { query: WeakRef<PendingQuery>; at: number }[] = []
   let unreachable = false
-  /** Queries that have ended, answered or failed: a pool that ends queries is reachable, however long its queue. */
-  let ended = 0
-  const count = () => { ended++ }
+  /** Queries answered: a pool that answers queries is reachable, however long its queue (failing ones are not). */
+  let answered = 0
   client.unsafe = (...args: any[]) => {
     const query = unsafe(...args) as PendingQuery
-    const { resolve, reject } = query
-    query.resolve = (value) => (count(), resolve(value))
-    query.reject = (error) => (count(), reject(error))
+    const { resolve } = query
+    query.resolve = (value) => (answered++, resolve(value))
     issued.push({ query: new WeakRef(query), at: performance.now() })
     return query
   }
-  /** When a sweep last saw a query taken by a connection or ended: the pool was making progress. */
-  let lastProgress = performance.now()
-  let endedAtSweep = 0
+  /** When a sweep last saw a query answered since the one before: the pool was making progress. */
+  let lastAnswer = performance.now()
+  let answeredAtSweep = 0
   const sweep = setInterval(() => {
     const now = performance.now()
     const due = now - START_DEADLINE_MS
-    if (ended !== endedAtSweep) { endedAtSweep = ended; lastProgress = now }
+    if (answered !== answeredAtSweep) { answeredAtSweep = answered; lastAnswer = now }
     const waiting: typeof issued = []
     for (const entry of issued) {
       const query = entry.query.deref()
-      if (!query || query.state) lastProgress = now
+      if (!query || query.state) unreachable = false
       else waiting.push(entry)
     }
-    // Unreachable is a pool that took no query for as long as its oldest waiting one has waited past the deadline
-    // (the list is in issue order). A pool busy with reads takes queries all the time, and a query waiting its turn
-    // there is not cancelled: when it was, at the dense site (issue 57, the SQL store, 4 reader connections), a read
-    // that queued past a second made every read still queued fail 503 at once, and the dashboards' walks with them.
-    if (lastProgress > due) unreachable = false
-    else if (waiting.length > 0 && waiting[0]!.at <= due) unreachable = true
+    // The list is in issue order, so the oldest waiting query says whether any is overdue. A pool that answered a
+    // query meanwhile is busy, not cut off: a query waiting its turn there is not cancelled. When it was, at the dense
+    // site (issue 57, the SQL store, 4 reader connections), a read queued past a second made every read still queued
+    // fail 503 at once, and the dashboards' walks with them.
+    if (waiting.length > 0 && waiting[0]!.at <= due && lastAnswer <= due) unreachable = true
     if (unreachable) for (const entry of waiting) void Promise.resolve(entry.query.deref()?.cancel()).catch(() => {})
     issued = unreachable ? [] : waiting
   }, 250)
