@@ -121,6 +121,9 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
       await afterOutage()
       // Registered by the store's write before its readings went out: answered from the catalogue's cache.
       const ids = await catalogue.idsOf(readings)
+      // Of two readings of a series at one time, the later is kept, as QuestDB's dedup upsert keeps it (the store these
+      // entries are kept for: src/deps.ts). The SQL store keeps the first; over it, a reading sent again at the same
+      // time with another value would leave the entry holding a value the store does not.
       const newest = new Map<number, number>()
       for (let i = 0; i < readings.length; i++) {
         const at = newest.get(ids.series[i]!)

@@ -87,11 +87,16 @@ for (const { name, overrides, drop } of stores) {
           /** What the store holds per (device, channel, time): a reading sent again under another mapping is skipped by the SQL store and replaces the first on QuestDB (dedup upsert). */
           const stored = new Map<string, Reading>()
           for (const batch of batches) {
+            /** Values sent in this batch: a reading sent twice in one batch is sent again too. */
+            const sent = new Map<string, number>()
             const readings = batch.readings.map((r): Reading => {
               const ts = BASE + r.minute * MIN
               const [metric, environmentId] = MAPPINGS[r.mapping]!
-              // Sent again: the same value (a device resending), perhaps under the channel's new mapping.
-              const value = stored.get(`${r.device}/${r.channel}/${ts}`)?.value ?? r.value
+              // Sent again: the same value (a device resending), perhaps under the channel's new mapping. (Kept
+              // entries take the later of two readings at one time, as QuestDB does, the store they are kept for.)
+              const id = `${r.device}/${r.channel}/${ts}`
+              const value = stored.get(id)?.value ?? sent.get(id) ?? r.value
+              sent.set(id, value)
               return { accountId: owner.accountId, deviceId: `${r.device}_${owner.accountId}`, channel: r.channel, ts, value, metric, environmentId }
             })
             if (batch.lost) {
