@@ -98,9 +98,9 @@ const CONNECT_TIMEOUT_SECONDS = 2
 const STATEMENT_TIMEOUT_MS = 10_000
 /**
  * A query that has not reached a connection this long after it was issued, while the pool answered no other, is
- * cancelled (SQLSTATE 57014, which answers 503 with Retry-After): while Postgres is down, postgres.js keeps queries queued until a connection
- * opens, and a request waited for it with no answer (15 s and more in a fast-shutdown test). Cancelling a query
- * that no connection has taken removes it from the queue, so it is never run later. With the sweep's quarter
+ * cancelled (SQLSTATE 57014, which answers 503 with Retry-After): while Postgres is down, postgres.js keeps queries
+ * queued until a connection opens, and a request waited for it with no answer (15 s and more in a fast-shutdown
+ * test). Cancelling a query that no connection has taken removes it from the queue, so it is never run later. With the sweep's quarter
  * second, this leaves the 2 s promise of a 503 (README, "When a backend fails") room on a busy machine.
  */
 const START_DEADLINE_MS = 1_000
@@ -118,10 +118,10 @@ interface PendingQuery { state: unknown; cancel(): unknown; resolve(value: unkno
 
 /**
  * Wraps `client.unsafe` (drizzle's one way in, and `begin`'s) so that every query not taken by a connection within
- * START_DEADLINE_MS, while no other query was answered either, is cancelled. Postgres is then presumed unreachable and
- * every query still waiting is cancelled at the next sweep (a request making two queries in turn would otherwise
- * wait twice), until a query is seen taken by a connection again. One sweep a quarter second, not a timer per query: the hot path
- * pays an array push.
+ * START_DEADLINE_MS, while no other query was answered either, is cancelled. Postgres is then presumed unreachable
+ * and every query still waiting is cancelled at the next sweep (a request making two queries in turn would otherwise
+ * wait twice), until a query is seen taken by a connection again. One sweep a quarter second, not a timer per query:
+ * the hot path pays an array push and a wrapped resolve.
  *
  * The list holds its queries weakly. A postgres.js query is the promise of its rows, so a strong reference kept
  * every result alive until the next sweep: at 800 pages/s, 200 results of 50 rows outlived each young-generation

@@ -85,6 +85,8 @@ export function markingWrites(store: ReadingsStore, shared: SharedStore): Readin
 interface Kept { rows: BucketRow[]; marks: string; until: number }
 /** A bucket being read from the store by some request: its rows once kept, undefined if that read keeps none of it. */
 interface Pending { marks: string; rows: Promise<BucketRow[] | undefined> }
+/** The buckets one read announced (by number), each with how to hand its waiters what the read kept. */
+type Announced = Map<number, { entry: Pending; resolve: (rows: BucketRow[] | undefined) => void }>
 
 /**
  * What the buckets a read covers looked like before it began: the marks of each, and whether what the store gives
@@ -252,12 +254,13 @@ export class KeptBuckets {
    * Marks buckets `from`..`to` (but `skipped`, whose groups up to `after` a read leaves out) as being read, where no
    * read in flight holds them under the same marks; returns how to tell their waiters what the read kept.
    */
-  private announce(from: number, to: number, skipped: number | undefined, snapshot: Snapshot, keyOf: (n: number) => string): Map<number, { entry: Pending; resolve: (rows: BucketRow[] | undefined) => void }> {
-    const announced = new Map<number, { entry: Pending; resolve: (rows: BucketRow[] | undefined) => void }>()
+  private announce(from: number, to: number, skipped: number | undefined, snapshot: Snapshot, keyOf: (n: number) => string): Announced {
+    const announced: Announced = new Map()
     for (let b = from; b <= to; b++) {
-      if (b === skipped || this.pending.get(keyOf(b))?.marks === snapshot.marks(b)) continue
+      const marks = snapshot.marks(b)
+      if (b === skipped || this.pending.get(keyOf(b))?.marks === marks) continue
       const { promise, resolve } = Promise.withResolvers<BucketRow[] | undefined>()
-      const entry = { marks: snapshot.marks(b), rows: promise }
+      const entry = { marks, rows: promise }
       this.pending.set(keyOf(b), entry)
       announced.set(b, { entry, resolve })
     }
@@ -268,7 +271,7 @@ export class KeptBuckets {
    * Ends what announce() began, for the buckets `which` names (all by default): each waiter gets the bucket as this
    * read kept it, or undefined and reads it itself.
    */
-  private settle(announced: ReturnType<KeptBuckets['announce']>, keyOf: (n: number) => string, which: (n: number) => boolean = () => true): void {
+  private settle(announced: Announced, keyOf: (n: number) => string, which: (n: number) => boolean = () => true): void {
     for (const [b, { entry, resolve }] of announced) {
       if (!which(b)) continue
       const kept = this.kept.get(keyOf(b))

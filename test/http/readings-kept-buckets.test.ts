@@ -274,16 +274,19 @@ describe('buckets read by a request in flight', () => {
     expect(gate.calls()).toBe(2)
   })
 
-  test('a bucket the read in flight will not keep (its rollups still settling) is read at once, not waited for', async () => {
+  /** Two hours of one reading each, written for a new account; returns how to ask for their counts through `store`. */
+  const twoHoursOver = async (store: typeof env.deps.readings) => {
     const shared = memoryStore()
-    const writer = markingWrites(env.deps.readings, shared)
     const owner = await env.account({ scopes: ['environment:read'] })
-    await writer.write([0, 1].map((h) => ({ accountId: owner.accountId, deviceId: `hub_${owner.accountId}`, channel: 't1', ts: BASE + h * H, value: 2, metric: 'temperature', environmentId: null })))
+    await markingWrites(env.deps.readings, shared).write([0, 1].map((h) => ({ accountId: owner.accountId, deviceId: `hub_${owner.accountId}`, channel: 't1', ts: BASE + h * H, value: 2, metric: 'temperature', environmentId: null })))
+    const reader = new KeptBuckets(shared, 10_000).over(store)
+    return async () => (await reader.buckets({ accountId: owner.accountId, from: BASE, to: BASE + 2 * H }, { interval: '1h', aggregates: ['count'], groupBy: 'series' }, 100)).map((r) => r.count)
+  }
+
+  test('a bucket the read in flight will not keep (its rollups still settling) is read at once, not waited for', async () => {
     const gate = gatedStore(1)
     // Hour 0 holds a minute the rollups have not settled (as QuestDB's newest minutes): no read keeps it.
-    const store = Object.assign(Object.create(gate.store), { settling: async () => [BASE + MIN] }) as typeof gate.store
-    const reader = new KeptBuckets(shared, 10_000).over(store)
-    const counts = async () => (await reader.buckets({ accountId: owner.accountId, from: BASE, to: BASE + 2 * H }, { interval: '1h', aggregates: ['count'], groupBy: 'series' }, 100)).map((r) => r.count)
+    const counts = await twoHoursOver(Object.assign(Object.create(gate.store), { settling: async () => [BASE + MIN] }) as typeof gate.store)
     const first = counts()
     await waitFor(async () => gate.calls() === 1, 2_000)
     const second = counts()
@@ -295,13 +298,8 @@ describe('buckets read by a request in flight', () => {
   })
 
   test('when the read waited for fails, the waiting request reads the buckets itself', async () => {
-    const shared = memoryStore()
-    const writer = markingWrites(env.deps.readings, shared)
-    const owner = await env.account({ scopes: ['environment:read'] })
-    await writer.write([0, 1].map((h) => ({ accountId: owner.accountId, deviceId: `hub_${owner.accountId}`, channel: 't1', ts: BASE + h * H, value: 2, metric: 'temperature', environmentId: null })))
     const gate = gatedStore(1)
-    const reader = new KeptBuckets(shared, 10_000).over(gate.store)
-    const counts = async () => (await reader.buckets({ accountId: owner.accountId, from: BASE, to: BASE + 2 * H }, { interval: '1h', aggregates: ['count'], groupBy: 'series' }, 100)).map((r) => r.count)
+    const counts = await twoHoursOver(gate.store)
     gate.failNextRead()
     const first = counts()
     await waitFor(async () => gate.calls() === 1, 2_000)
