@@ -28,7 +28,8 @@ export type BodySpec =
    * The same readings as `readings`, as InfluxDB line protocol (`readings,device=d<key>,channel=c0 value=1.5 <ms>`)
    * for a peer's /write: the device is the lane's key, as the API knows it from the device key.
    */
-  | { kind: 'line-protocol'; perRequest: number; channels: number; tsBase: number }
+  /** `measurement`: the lines' measurement (default `readings`; QuestDB makes a table of that name). */
+  | { kind: 'line-protocol'; perRequest: number; channels: number; tsBase: number; measurement?: string }
 
 export interface GeneratorConfig {
   url: string
@@ -182,9 +183,9 @@ export function readingsJson(readings: { channel: string; value: number; ts: num
   return s + ']}'
 }
 
-export function readingsLineProtocol(device: string, readings: { channel: string; value: number; ts: number }[]): string {
+export function readingsLineProtocol(device: string, readings: { channel: string; value: number; ts: number }[], measurement = 'readings'): string {
   let s = ''
-  for (const r of readings) s += `readings,device=${device},channel=${r.channel} value=${r.value} ${r.ts}\n`
+  for (const r of readings) s += `${measurement},device=${device},channel=${r.channel} value=${r.value} ${r.ts}\n`
   return s
 }
 
@@ -230,7 +231,7 @@ export async function generate(config: GeneratorConfig, mark: (what: 'start' | '
       const k = counters.get(lane) ?? 0
       counters.set(lane, k + 1)
       const readings = readingsOf({ ...spec, kind: 'readings' }, lane, k, lanesPerKey, keyCount)
-      body = spec.kind === 'readings' ? readingsJson(readings) : readingsLineProtocol(`d${lane % keyCount}`, readings)
+      body = spec.kind === 'readings' ? readingsJson(readings) : readingsLineProtocol(`d${lane % keyCount}`, readings, spec.kind === 'line-protocol' ? spec.measurement : undefined)
       count = spec.perRequest
     }
     if (body !== undefined) headers['content-type'] = spec.kind === 'line-protocol' ? 'text/plain; charset=utf-8' : 'application/json'
