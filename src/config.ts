@@ -119,7 +119,14 @@ export interface ReadingsQueryLimits {
    * the room, where the least recently used is the next one asked) read 32% of their rows from the store.
    */
   readonly keptRows: number
-  /** Connections of the readings queries' own pool (Postgres and QuestDB), apart from ingest's and the records'. */
+  /**
+   * Connections of the readings queries' own pool (Postgres and QuestDB), apart from ingest's and the records'. Two
+   * by default: bucket reads keep the store's CPU busy, and every one more at once takes CPU from the writes and the
+   * latest values beside them. At the dense site (issue 57; 2 days, 60 s, Postgres on the same 2 cores), two pairs
+   * of runs: with 4, latest p99 175 and 427 ms, ack p99 178 and 582 ms; with 2, 107 and 98 ms, 105 and 114 ms, the
+   * walks the same (their first asks, nothing kept yet, set their p99 either way). QuestDB 7.4.2 the same or better
+   * with 2 (walks after their first p99 1,267 against 1,254 ms, ack 156 against 164). Raise it with the store's cores.
+   */
   readonly connections: number
   /**
    * Heavy queries one process runs at once, whatever their accounts (ingest/lanes.ts): each keeps about a core busy
@@ -133,7 +140,7 @@ export interface ReadingsQueryLimits {
  * more than any query within it takes from the rollups, and well under a client's patience (30 s is common). One
  * heavy query at a time per process leaves a 2-core node's other core to ingest, small reads and the records API.
  */
-export const READINGS_QUERY_DEFAULTS: ReadingsQueryLimits = { maxBuckets: 1_000_000, heavyRows: 20_000, perAccount: 2, timeoutMs: 5_000, connections: 4, heavyConcurrency: 1, keptRows: 2_000_000 }
+export const READINGS_QUERY_DEFAULTS: ReadingsQueryLimits = { maxBuckets: 1_000_000, heavyRows: 20_000, perAccount: 2, timeoutMs: 5_000, connections: 2, heavyConcurrency: 1, keptRows: 2_000_000 }
 
 /**
  * Days each level of readings is kept, deployment-wide (0: forever). Expiry drops whole partitions (a day of raw

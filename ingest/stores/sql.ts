@@ -2,6 +2,7 @@
 // per batch through unnest() of column arrays, which also keeps the rollups and each series' newest reading. A
 // retried batch must add nothing: readings are unique on (channel, ts). Partitions: sql-layout.ts.
 import type { Database, ReaderOptions } from '../../db/client.ts'
+import { READINGS_QUERY_DEFAULTS } from '../../src/config.ts'
 import { bucketsIn, INTERVALS, rollupPieces, ROLLUP_LEVELS, rowPerBucket, type Piece } from '../planner.ts'
 import { SeriesCatalogue, seriesWhere } from '../series.ts'
 import { dropExpired, ensurePartitions, finishLegacy, hasLegacy, moveLegacyBatch, type LegacyPosition } from './sql-layout.ts'
@@ -217,7 +218,7 @@ function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, groups: Group
 const LEGACY_BATCH = 20_000
 const LEGACY_MOVE_SECONDS = 5
 
-const DEFAULT_READER: ReaderOptions = { connections: 4, statementTimeoutMs: 30_000 }
+const DEFAULT_READER: ReaderOptions = { connections: READINGS_QUERY_DEFAULTS.connections, statementTimeoutMs: 30_000 }
 
 /**
  * Reads go through a pool of their own (`reader`), writes through the records database's; `catalogue` registers
