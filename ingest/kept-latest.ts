@@ -44,6 +44,12 @@ const MAX_SERIES = 10_000
 const NONE = 0
 /** The order of "pending": a read is finding out, and writes meanwhile raise it. */
 const PENDING = -1
+/**
+ * An account's entries are seeded by one read of all its series at most this often (per window): a series the seeding
+ * cannot prove (its newest before the raw readings' horizon) leaves its rooms to be read one by one, not the account
+ * again at every ask.
+ */
+const ACCOUNT_SEED_SPACING_MS = 60_000
 const entryKey = (seriesId: number) => `readings-latest:${seriesId}`
 const seriesOf = (r: { device_id: string; channel: string; metric: string | null; environment_id: string | null }) => JSON.stringify([r.device_id, r.channel, r.metric, r.environment_id])
 const channelOf = (r: { device_id: string; channel: string }) => `${r.device_id}\u0000${r.channel}`
@@ -59,15 +65,22 @@ export interface KeptLatestOptions {
 export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalogue: Pick<SeriesCatalogue, 'idsOf' | 'list'>, options: KeptLatestOptions): ReadingsStore {
   const up = () => primaryUp(shared)
   const outage = epochAfterOutage(shared, EPOCH_KEY, EPOCH_MS)
-  let epoch: { value: string; readAt: number } | undefined
+  let epoch: { value: Promise<string>; readAt: number } | undefined
 
-  const currentEpoch = async (): Promise<string> => {
+  /** One read at a time: requests asking at once in this process (a dashboard's rooms after a start) share it. */
+  const currentEpoch = (): Promise<string> => {
     const now = Date.now()
     if (epoch && now - epoch.readAt < EPOCH_REUSE_MS) return epoch.value
-    let value = await shared.get(EPOCH_KEY)
-    // Two processes starting one at once each set their own; the entries of the one overwritten are not used.
-    if (!value) await shared.set(EPOCH_KEY, (value = randomUUID()), EPOCH_MS)
+    const value = (async () => {
+      const held = await shared.get(EPOCH_KEY)
+      if (held) return held
+      // Two processes starting one at once each set their own; the entries of the one overwritten are not used.
+      const made = randomUUID()
+      await shared.set(EPOCH_KEY, made, EPOCH_MS)
+      return made
+    })()
     epoch = { value, readAt: now }
+    value.catch(() => { if (epoch?.value === value) epoch = undefined })
     return value
   }
   /** Once the shared store answers again after this process raised into its fallback, every entry kept before goes. */
@@ -114,6 +127,31 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
     await shared.keepNewest(entries, ENTRY_MS, true)
   }
 
+  /**
+   * Seeds the entries of every series of the filter's account over its window, once for all the requests that ask
+   * meanwhile: a dashboard's rooms are asked for within seconds of one another after a start, and each room read
+   * alone took about as long as the whole account does (QuestDB's LATEST ON walks back until it has passed every
+   * series, and at a dense site all of them report every few seconds). Bounded as a room's is, at MAX_SERIES.
+   */
+  const accountSeeds = new Map<string, { done: Promise<void>; at: number }>()
+  const seedAccount = (filter: ReadingsFilter, current: string, signal: AbortSignal): Promise<void> | undefined => {
+    const key = `${filter.accountId} ${filter.from} ${filter.to}`
+    const last = accountSeeds.get(key)
+    if (last && Date.now() - last.at < ACCOUNT_SEED_SPACING_MS) return last.done
+    if (accountSeeds.size > 10_000) accountSeeds.clear()
+    const account: ReadingsFilter = { accountId: filter.accountId, from: filter.from, to: filter.to }
+    const done = (async () => {
+      const series = await catalogue.list(account)
+      if (series.length > MAX_SERIES) return
+      await shared.keepNewest(series.map((s) => [entryKey(s.id), PENDING, `${current} pending`]), ENTRY_MS)
+      if (!(up() && await store.caughtUp())) return
+      const rows = await store.latest(account, series.length + 1, undefined, signal)
+      if (up()) await seed(series, rows, current, account, rows.length <= series.length)
+    })().catch(() => {})
+    accountSeeds.set(key, { done, at: Date.now() })
+    return done
+  }
+
   return Object.assign(Object.create(store) as ReadingsStore, {
     async write(readings: Parameters<ReadingsStore['write']>[0]) {
       await store.write(readings)
@@ -148,17 +186,34 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
       if (series.length > MAX_SERIES) return fromStore()
       const keys = series.map((s) => entryKey(s.id))
       const [held, ...entries] = await shared.getMany([EPOCH_KEY, ...keys])
+      const page = (kept: RawRow[]) => {
+        const start = after ? kept.findIndex((r) => (byteOrder(r.device_id, after[0]) || byteOrder(r.channel, after[1])) > 0) : 0
+        return start < 0 ? [] : kept.slice(start, start + limit)
+      }
       const kept = held ? answerFromKept(series, entries, held, filter) : undefined
       if (kept) {
         options.onAnswer?.('kept')
-        const start = after ? kept.findIndex((r) => (byteOrder(r.device_id, after[0]) || byteOrder(r.channel, after[1])) > 0) : 0
-        return start < 0 ? [] : kept.slice(start, start + limit)
+        return page(kept)
       }
       // Only a read over a window no reading lies after proves entries; the entries it may prove are marked pending
       // first (where missing), and it must read after every write committed by then.
       if (filter.to <= began + MAX_FUTURE_MS) return fromStore()
       // The epoch just read (a writer may hold one a second old), else a new one.
       const current = held ?? await currentEpoch()
+      // A first page over all time of part of an account (a room, a device): the whole account's entries are seeded
+      // by one read (seedAccount), and this answer comes from them where they now prove it. Over all time, a read
+      // proves every series an entry, a reading or none, so the account's other rooms are then answered from them.
+      const narrowed = filter.deviceId !== undefined || filter.channel !== undefined || filter.metric !== undefined || filter.environmentId !== undefined
+      if (!after && narrowed && filter.from <= MIN_READING_TS) {
+        await seedAccount(filter, current, signal)
+        const [heldNow, ...entriesNow] = await shared.getMany([EPOCH_KEY, ...keys])
+        const seeded = heldNow ? answerFromKept(series, entriesNow, heldNow, filter) : undefined
+        if (seeded) {
+          // Not from entries as they stood when asked: counted as the store's answer, which it was, for the account.
+          options.onAnswer?.('store')
+          return page(seeded)
+        }
+      }
       await shared.keepNewest(keys.map((key) => [key, PENDING, `${current} pending`]), ENTRY_MS)
       const seeding = up() && await store.caughtUp()
       const rows = await fromStore()

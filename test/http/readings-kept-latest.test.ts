@@ -160,6 +160,37 @@ for (const { name, overrides, drop } of stores) {
       expect(await asked(a.accountId)).toEqual({ rows: expected, kept: 1, store: 0 })
     }, 60_000)
 
+    test('a room\'s first ask seeds its account\'s other rooms with one read of the store, and no other account\'s', async () => {
+      const [a, b] = [await env.account({ scopes: ['environment:read'] }), await env.account({ scopes: ['environment:read'] })]
+      const site = (accountId: string, value: number): Reading[] => DEVICES.flatMap((d, i) => CHANNELS.map((channel) => ({ accountId, deviceId: `${d}_${accountId}`, channel, ts: BASE + i * MIN, value: value + i, metric: 'temperature', environmentId: `env_${i}` })))
+      // Stored with no entries kept (a process just started); each account's three devices in three rooms.
+      await write(env.deps.readings, [...site(a.accountId, 10), ...site(b.accountId, 20)])
+      const reads: ReadingsFilter[] = []
+      const counting = Object.assign(Object.create(env.deps.readings) as ReadingsStore, {
+        latest: (filter: ReadingsFilter, ...rest: [number, ...unknown[]]) => {
+          reads.push(filter)
+          return (env.deps.readings.latest as (...args: unknown[]) => Promise<RawRow[]>)(filter, ...rest)
+        },
+      })
+      const kept = keepingLatest(counting, memoryStore(), env.deps.series, { rawHorizon: () => -Infinity })
+      // One window for every ask, as the API's default is one for asks within a minute.
+      const window = ALL_TIME()
+      const room = (accountId: string, i: number): ReadingsFilter => ({ accountId, environmentId: `env_${i}`, ...window })
+      // Three rooms of account a asked at once: one read, of the whole account, answers all three.
+      const answers = await Promise.all([0, 1, 2].map((i) => kept.latest(room(a.accountId, i), 100)))
+      expect(answers).toEqual([0, 1, 2].map((i) => newestOf(site(a.accountId, 10), room(a.accountId, i))))
+      expect(reads).toEqual([{ accountId: a.accountId, ...window }])
+      // A newer reading in one room: answered from what is kept, no read.
+      const newer: Reading = { accountId: a.accountId, deviceId: `b_${a.accountId}`, channel: 'h1', ts: BASE + 9 * MIN, value: 7.25, metric: 'temperature', environmentId: 'env_1' }
+      await write(kept, [newer])
+      expect(await kept.latest(room(a.accountId, 1), 100)).toEqual(newestOf([...site(a.accountId, 10), newer], room(a.accountId, 1)))
+      expect(reads.length).toBe(1)
+      // Account b's rooms (same device names, channels and rooms) were not seeded by a's read: its own read, its own rows.
+      expect(await kept.latest(room(b.accountId, 2), 100)).toEqual(newestOf(site(b.accountId, 20), room(b.accountId, 2)))
+      expect(reads.map((r) => r.accountId)).toEqual([a.accountId, b.accountId])
+      expect(reads[1]!.environmentId).toBeUndefined()
+    })
+
     test('a read proves entries only over a window no reading lies after, and series absent from it only on a complete first page', async () => {
       const owner = await env.account({ scopes: ['environment:read'] })
       const readings: Reading[] = ['c1', 'c2', 'c3'].flatMap((channel, i) => [1, 5].map((minute) => ({ accountId: owner.accountId, deviceId: `hub_${owner.accountId}`, channel, ts: BASE + minute * MIN, value: minute * 10 + i, metric: null, environmentId: null })))
