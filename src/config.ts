@@ -119,14 +119,7 @@ export interface ReadingsQueryLimits {
    * the room, where the least recently used is the next one asked) read 32% of their rows from the store.
    */
   readonly keptRows: number
-  /**
-   * Connections of the readings queries' own pool (Postgres and QuestDB), apart from ingest's and the records'. Two
-   * by default: bucket reads keep the store's CPU busy, and every one more at once takes CPU from the writes and the
-   * latest values beside them. At the dense site (issue 57; 2 days, 60 s, Postgres on the same 2 cores), two pairs
-   * of runs: with 4, latest p99 175 and 427 ms, ack p99 178 and 582 ms; with 2, 107 and 98 ms, 105 and 114 ms, the
-   * walks the same (their first asks, nothing kept yet, set their p99 either way). QuestDB 7.4.2 the same or better
-   * with 2 (walks after their first p99 1,267 against 1,254 ms, ack 156 against 164). Raise it with the store's cores.
-   */
+  /** Connections of the readings queries' own pool (Postgres and QuestDB), apart from ingest's and the records'. */
   readonly connections: number
   /**
    * Heavy queries one process runs at once, whatever their accounts (ingest/lanes.ts): each keeps about a core busy
@@ -141,6 +134,17 @@ export interface ReadingsQueryLimits {
  * heavy query at a time per process leaves a 2-core node's other core to ingest, small reads and the records API.
  */
 export const READINGS_QUERY_DEFAULTS: ReadingsQueryLimits = { maxBuckets: 1_000_000, heavyRows: 20_000, perAccount: 2, timeoutMs: 5_000, connections: 2, heavyConcurrency: 1, keptRows: 2_000_000 }
+
+/**
+ * The readings queries' connections by store (the dense site, issue 57, on 2 cores). Postgres: each bucket read keeps
+ * its CPU busy, and each one more at once takes CPU from the writes and latest values beside it; two pairs of runs (2
+ * days, 60 s) gave latest p99 175 and 427 ms, ack p99 178 and 582 ms with 4, and 107 and 98, 105 and 114 with 2, the
+ * walks alike (their first asks set their p99 either way); at full size with 2, latest p99 196 ms and ack 131 (400
+ * and 364 with 4 in an earlier session's run). QuestDB runs its own workers (at least this + 2 of them, questdb.ts)
+ * and took 4 better at full size: walk p50 72 against 192 ms, walks after their first p99 527 against 1,289,
+ * latest p99 138 against 281, ack 124 against 186, the export 14.1 against 19.7 s. Raise either with the store's cores.
+ */
+const READINGS_CONNECTIONS = { sql: READINGS_QUERY_DEFAULTS.connections, questdb: 4 } as const
 
 /**
  * Days each level of readings is kept, deployment-wide (0: forever). Expiry drops whole partitions (a day of raw
@@ -338,7 +342,8 @@ const INGEST_DEFAULTS = {
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
   const logLevel = (env.LOG_LEVEL ?? 'info') as LogLevel
   if (!levels.includes(logLevel)) throw new Error(`LOG_LEVEL must be one of ${levels.join(', ')}`)
-  const ingest = INGEST_DEFAULTS[(overrides.questdbIlp ?? env.QUESTDB_ILP) ? 'questdb' : 'sql']
+  const readingsStore = (overrides.questdbIlp ?? env.QUESTDB_ILP) ? 'questdb' : 'sql'
+  const ingest = INGEST_DEFAULTS[readingsStore]
   const port = overrides.port ?? int(env, 'PORT', 3000)
   const config: Config = {
     port,
@@ -380,7 +385,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       heavyRows: int(env, 'READINGS_HEAVY_ROWS', READINGS_QUERY_DEFAULTS.heavyRows, 1),
       perAccount: int(env, 'READINGS_QUERIES_PER_ACCOUNT', READINGS_QUERY_DEFAULTS.perAccount, 1),
       timeoutMs: int(env, 'READINGS_QUERY_TIMEOUT_MS', READINGS_QUERY_DEFAULTS.timeoutMs, 100),
-      connections: int(env, 'READINGS_QUERY_CONNECTIONS', READINGS_QUERY_DEFAULTS.connections, 1),
+      connections: int(env, 'READINGS_QUERY_CONNECTIONS', READINGS_CONNECTIONS[readingsStore], 1),
       heavyConcurrency: int(env, 'READINGS_HEAVY_CONCURRENCY', READINGS_QUERY_DEFAULTS.heavyConcurrency, 1),
       keptRows: int(env, 'READINGS_KEPT_ROWS', READINGS_QUERY_DEFAULTS.keptRows, 0),
     },
