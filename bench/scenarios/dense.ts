@@ -157,6 +157,8 @@ export const dense: Scenario = async (ctx) => {
         const slice = (startedAt: number) => Math.floor((startedAt - phaseStart) / 20_000)
         const dashboardStatuses: Record<string, number> = {}
         const latestStatuses: Record<string, number> = {}
+        /** Refusals by what asked and the problem's type (its last segment), beside the statuses. */
+        const refusals: Record<string, number> = {}
         const count = (into: Record<string, number>, status: number | string) => { into[status] = (into[status] ?? 0) + 1 }
         const dashboard = async (user: number) => {
           await Bun.sleep((user * 5000) / dashboards)
@@ -174,7 +176,12 @@ export const dense: Scenario = async (ctx) => {
                 do {
                   const res: Response | undefined = await fetch(`${api.baseUrl}${cursor ? `${path}&cursor=${encodeURIComponent(cursor)}` : path}`, { headers: { authorization: `Bearer ${api.token}` } }).catch(() => undefined)
                   status = res?.status ?? 0
-                  const bytes: ArrayBuffer | undefined = await res?.arrayBuffer().catch(() => undefined)
+                  // A refusal is counted with its problem type's last segment (query_timeout, service_unavailable, …).
+                  if (res && status !== 200) {
+                    const problem = (await res.json().catch(() => undefined)) as { type?: string } | undefined
+                    if (problem?.type) count(refusals, `dashboard ${status} ${problem.type.split('/').pop()}`)
+                  }
+                  const bytes: ArrayBuffer | undefined = status === 200 ? await res?.arrayBuffer().catch(() => undefined) : undefined
                   if (status === 200 && !bytes) status = 0
                   cursor = status === 200 ? nextCursorOf(bytes!) : null
                 } while (cursor && status === 200)
@@ -210,7 +217,12 @@ export const dense: Scenario = async (ctx) => {
             const res: Response = await fetch(`${api.baseUrl}${cursor ? `${path}&cursor=${encodeURIComponent(cursor)}` : path}`, { headers: { authorization: `Bearer ${api.token}` } })
             count(exportStatuses, res.status)
             if (res.status === 429) { await res.arrayBuffer(); await Bun.sleep(1000); continue }
-            if (res.status !== 200) { await res.arrayBuffer(); break }
+            if (res.status !== 200) {
+              // Which refusal, by its problem type's last segment (query_timeout, beyond_retention, …).
+              const problem = (await res.json().catch(() => undefined)) as { type?: string } | undefined
+              if (problem?.type) count(refusals, `export ${res.status} ${problem.type.split('/').pop()}`)
+              break
+            }
             // A file whose later step failed (a store error, a deadline) ends without its terminator: a transfer error.
             const bytes = await res.arrayBuffer().catch(() => undefined)
             if (bytes === undefined) { count(exportStatuses, 'broken off'); break }
@@ -277,15 +289,15 @@ export const dense: Scenario = async (ctx) => {
         // Why a file broke off, as the server logged it (ingest/query.ts: readings_csv_broken).
         const brokenBecause = /"readings_csv_broken".*?"error":"([^"]*)"/.exec(local!.server.output())?.[1]
         const lines: Line[] = [
-          line(NAME, `dashboards answered (${store}), %`, asked ? (100 * answered) / asked : 0, undefined, '%', undefined, 'target', `${answered} of ${asked} (${JSON.stringify(dashboardStatuses)}); target ≥ 99 %; ${scale}`),
+          line(NAME, `dashboards answered (${store}), %`, asked ? (100 * answered) / asked : 0, undefined, '%', undefined, 'target', `${answered} of ${asked} (${JSON.stringify(dashboardStatuses)})${Object.keys(refusals).length ? `; refusals ${JSON.stringify(refusals)}` : ''}; target ≥ 99 %; ${scale}`),
           line(NAME, `dashboard walk p99 (${store})`, quantile(dashboardWalks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(dashboardWalks, 0.5).toFixed(0)} ms; asked again (a dashboard's asks after its first) p99 ${quantile(walksAgain, 0.99).toFixed(0)} ms, by 20 s of the phase ${walksBySlice.map((times) => quantile(times ?? [], 0.99).toFixed(0)).join(' / ')} ms; target < 1000 ms; ${clientLag}; identical reads shared: ${sharedReads}; bucket rows from kept buckets ${keptRows.toLocaleString('en-US')}, from the store ${storeRows.toLocaleString('en-US')}`),
           line(NAME, `latest p99 (${store})`, quantile(latestTimes, 0.99), undefined, 'ms', undefined, 'target', `${latestStatuses['200'] ?? 0} of ${latestAsked} answered (${JSON.stringify(latestStatuses)}); p50 ${quantile(latestTimes, 0.5).toFixed(1)} ms; asked again p99 ${quantile(latestAgain, 0.99).toFixed(1)} ms; answers from kept entries ${latestFrom('kept')}, from the store ${latestFrom('store')}; ${clientLag}; target < 100 ms`),
-          line(NAME, `export ${days} days hourly, all environments, CSV (${store})`, exportMs, undefined, 'ms', undefined, 'target', `${exportRows} rows; statuses ${JSON.stringify(exportStatuses)}${brokenBecause ? ` (the server: ${brokenBecause})` : ''}; target: no 429 or timeout`),
+          line(NAME, `export ${days} days hourly, all environments, CSV (${store})`, exportMs, undefined, 'ms', undefined, 'target', `${exportRows} rows; statuses ${JSON.stringify(exportStatuses)}${Object.keys(refusals).length ? `; refusals ${JSON.stringify(refusals)}` : ''}${brokenBecause ? ` (the server: ${brokenBecause})` : ''}; target: no 429 or timeout`),
           line(NAME, `ingest ack p99 during the phase (${store})`, quantile(acks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(acks, 0.5).toFixed(1)} ms, max ${quantile(acks, 1).toFixed(0)} ms; after the first 10 s p99 ${quantile(acksWarm, 0.99).toFixed(0)} ms; the server's store writes (group commits) p99 ≤ ${flushP99.bound * 1000} ms of ${flushP99.total}; ${acknowledged} acknowledged, ${stored} stored, ${ingestFailures} failed; target < 250 ms and acknowledged = stored`),
           line(NAME, `rollup marks drained after the phase (${store})`, drainMs, undefined, 'ms', undefined, 'target', `marks ${marksBefore} before the phase, ${marksAfterPhase} after it, ${marksLeft} left after ${(drainMs / 1000).toFixed(0)} s; target: drained within 120 s`),
           line(NAME, `one environment's last day: API counts = raw rows (${store})`, apiCount === rawCount ? 1 : 0, undefined, 'bool', undefined, 'target', `API ${apiCount}, raw ${rawCount}`),
         ]
-        return { lines, details: { store, ...(setup ? { questdb: setup } : {}), devices: devicesCount, environments: environmentsCount, days, dashboards, seconds, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), phaseMs, dashboardStatuses, latestStatuses, exportStatuses, exportRows, exportMs, acknowledged, stored, ingestFailures, marksBefore, marksAfterPhase, marksLeft, drainMs, sharedReads, keptRows, storeRows, apiCount, rawCount, walkAgainP99: quantile(walksAgain, 0.99), latestAgainP99: quantile(latestAgain, 0.99), ackWarmP99: quantile(acksWarm, 0.99), flushP99Ms: flushP99.bound * 1000, latestKept: latestFrom('kept'), latestStore: latestFrom('store') } }
+        return { lines, details: { store, ...(setup ? { questdb: setup } : {}), devices: devicesCount, environments: environmentsCount, days, dashboards, seconds, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), phaseMs, dashboardStatuses, latestStatuses, exportStatuses, refusals, exportRows, exportMs, acknowledged, stored, ingestFailures, marksBefore, marksAfterPhase, marksLeft, drainMs, sharedReads, keptRows, storeRows, apiCount, rawCount, walkAgainP99: quantile(walksAgain, 0.99), latestAgainP99: quantile(latestAgain, 0.99), ackWarmP99: quantile(acksWarm, 0.99), flushP99Ms: flushP99.bound * 1000, latestKept: latestFrom('kept'), latestStore: latestFrom('store') } }
       } finally {
         await records.end()
       }
