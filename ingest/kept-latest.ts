@@ -128,13 +128,25 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
   }
 
   /**
+   * Reads the store (`read`, over `filter`) and makes its answer the entries of `series` where it proves them: the
+   * missing ones are marked pending first, and the read comes after every write committed by then (see the top).
+   */
+  const readAndSeed = async (series: readonly SeriesRow[], filter: ReadingsFilter, limit: number, after: LatestPosition | undefined, current: string, read: () => Promise<RawRow[]>) => {
+    await shared.keepNewest(series.map((s) => [entryKey(s.id), PENDING, `${current} pending`]), ENTRY_MS)
+    const seeding = up() && await store.caughtUp()
+    const rows = await read()
+    if (seeding && up()) await seed(series, rows, current, filter, !after && rows.length < limit)
+    return rows
+  }
+
+  /**
    * Seeds the entries of every series of the filter's account over its window, once for all the requests that ask
    * meanwhile: a dashboard's rooms are asked for within seconds of one another after a start, and each room read
    * alone took about as long as the whole account does (QuestDB's LATEST ON walks back until it has passed every
    * series, and at a dense site all of them report every few seconds). Bounded as a room's is, at MAX_SERIES.
    */
-  const accountSeeds = new Map<string, { done: Promise<void>; at: number }>()
-  const seedAccount = (filter: ReadingsFilter, current: string, signal: AbortSignal): Promise<void> | undefined => {
+  const accountSeeds = new Map<string, { done: Promise<unknown>; at: number }>()
+  const seedAccount = (filter: ReadingsFilter, current: string, signal: AbortSignal): Promise<unknown> => {
     const key = `${filter.accountId} ${filter.from} ${filter.to}`
     const last = accountSeeds.get(key)
     if (last && Date.now() - last.at < ACCOUNT_SEED_SPACING_MS) return last.done
@@ -143,10 +155,8 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
     const done = (async () => {
       const series = await catalogue.list(account)
       if (series.length > MAX_SERIES) return
-      await shared.keepNewest(series.map((s) => [entryKey(s.id), PENDING, `${current} pending`]), ENTRY_MS)
-      if (!(up() && await store.caughtUp())) return
-      const rows = await store.latest(account, series.length + 1, undefined, signal)
-      if (up()) await seed(series, rows, current, account, rows.length <= series.length)
+      const limit = series.length + 1
+      await readAndSeed(series, account, limit, undefined, current, () => store.latest(account, limit, undefined, signal))
     })().catch(() => {})
     accountSeeds.set(key, { done, at: Date.now() })
     return done
@@ -185,12 +195,16 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
       const series = await catalogue.list(filter)
       if (series.length > MAX_SERIES) return fromStore()
       const keys = series.map((s) => entryKey(s.id))
-      const [held, ...entries] = await shared.getMany([EPOCH_KEY, ...keys])
+      /** The answer the entries give now, if they prove one, and the epoch the shared store holds. */
+      const fromEntries = async () => {
+        const [held, ...entries] = await shared.getMany([EPOCH_KEY, ...keys])
+        return { held, kept: held ? answerFromKept(series, entries, held, filter) : undefined }
+      }
       const page = (kept: RawRow[]) => {
         const start = after ? kept.findIndex((r) => (byteOrder(r.device_id, after[0]) || byteOrder(r.channel, after[1])) > 0) : 0
         return start < 0 ? [] : kept.slice(start, start + limit)
       }
-      const kept = held ? answerFromKept(series, entries, held, filter) : undefined
+      const { held, kept } = await fromEntries()
       if (kept) {
         options.onAnswer?.('kept')
         return page(kept)
@@ -206,19 +220,14 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
       const narrowed = filter.deviceId !== undefined || filter.channel !== undefined || filter.metric !== undefined || filter.environmentId !== undefined
       if (!after && narrowed && filter.from <= MIN_READING_TS) {
         await seedAccount(filter, current, signal)
-        const [heldNow, ...entriesNow] = await shared.getMany([EPOCH_KEY, ...keys])
-        const seeded = heldNow ? answerFromKept(series, entriesNow, heldNow, filter) : undefined
+        const seeded = (await fromEntries()).kept
         if (seeded) {
           // Not from entries as they stood when asked: counted as the store's answer, which it was, for the account.
           options.onAnswer?.('store')
           return page(seeded)
         }
       }
-      await shared.keepNewest(keys.map((key) => [key, PENDING, `${current} pending`]), ENTRY_MS)
-      const seeding = up() && await store.caughtUp()
-      const rows = await fromStore()
-      if (seeding && up()) await seed(series, rows, current, filter, !after && rows.length < limit)
-      return rows
+      return readAndSeed(series, filter, limit, after, current, fromStore)
     },
   })
 }
