@@ -159,6 +159,11 @@ export const dense: Scenario = async (ctx) => {
         const latestStatuses: Record<string, number> = {}
         /** Refusals by what asked and the problem's type (its last segment), beside the statuses. */
         const refusals: Record<string, number> = {}
+        /** Counts a refusal under its problem type's last segment (query_timeout, service_unavailable, …). */
+        const countRefusal = async (what: string, res: Response) => {
+          const problem = (await res.json().catch(() => undefined)) as { type?: string } | undefined
+          if (problem?.type) count(refusals, `${what} ${res.status} ${problem.type.split('/').pop()}`)
+        }
         const count = (into: Record<string, number>, status: number | string) => { into[status] = (into[status] ?? 0) + 1 }
         const dashboard = async (user: number) => {
           await Bun.sleep((user * 5000) / dashboards)
@@ -176,11 +181,7 @@ export const dense: Scenario = async (ctx) => {
                 do {
                   const res: Response | undefined = await fetch(`${api.baseUrl}${cursor ? `${path}&cursor=${encodeURIComponent(cursor)}` : path}`, { headers: { authorization: `Bearer ${api.token}` } }).catch(() => undefined)
                   status = res?.status ?? 0
-                  // A refusal is counted with its problem type's last segment (query_timeout, service_unavailable, …).
-                  if (res && status !== 200) {
-                    const problem = (await res.json().catch(() => undefined)) as { type?: string } | undefined
-                    if (problem?.type) count(refusals, `dashboard ${status} ${problem.type.split('/').pop()}`)
-                  }
+                  if (res && status !== 200) await countRefusal('dashboard', res)
                   const bytes: ArrayBuffer | undefined = status === 200 ? await res?.arrayBuffer().catch(() => undefined) : undefined
                   if (status === 200 && !bytes) status = 0
                   cursor = status === 200 ? nextCursorOf(bytes!) : null
@@ -217,12 +218,7 @@ export const dense: Scenario = async (ctx) => {
             const res: Response = await fetch(`${api.baseUrl}${cursor ? `${path}&cursor=${encodeURIComponent(cursor)}` : path}`, { headers: { authorization: `Bearer ${api.token}` } })
             count(exportStatuses, res.status)
             if (res.status === 429) { await res.arrayBuffer(); await Bun.sleep(1000); continue }
-            if (res.status !== 200) {
-              // Which refusal, by its problem type's last segment (query_timeout, beyond_retention, …).
-              const problem = (await res.json().catch(() => undefined)) as { type?: string } | undefined
-              if (problem?.type) count(refusals, `export ${res.status} ${problem.type.split('/').pop()}`)
-              break
-            }
+            if (res.status !== 200) { await countRefusal('export', res); break }
             // A file whose later step failed (a store error, a deadline) ends without its terminator: a transfer error.
             const bytes = await res.arrayBuffer().catch(() => undefined)
             if (bytes === undefined) { count(exportStatuses, 'broken off'); break }
@@ -232,7 +228,7 @@ export const dense: Scenario = async (ctx) => {
           }
           exportMs = performance.now() - t
         })()
-        // This process's own event loop, sampled every 10 s / 1000: how late a timer fired is how long a response that
+        // This process's own event loop, sampled every 10 ms: how late a timer fired is how long a response that
         // arrived then waited to be timed (the figures above include it).
         const clientLags: number[] = []
         let expected = performance.now() + 10
