@@ -42,11 +42,14 @@ const NOT_IN_LEGACY = `where not exists (select 1 from reading_channels c join s
 // the ingest log writer's, every run).
 // Timestamps travel as epoch milliseconds (exact in a float8) rather than timestamptz[]: cheaper to build, and
 // drizzle's postgres.js set-up passes timestamptz values through unserialised, which breaks arrays of them.
+// Skipping what is stored, a reading sent twice in one batch (perhaps under the channel's new mapping, so another
+// series) is stored as it came first: rows with one key go in in the batch's order (`n`), where the sort alone left
+// which of them Postgres met first to chance, and the same batch could store either (test/http/readings-kept-latest.test.ts).
 const insert = (onConflict: string, legacy: boolean) => `with ins as (
   insert into readings (channel_id, series_id, ts, value)
   select ch, s, timestamptz 'epoch' + t * interval '1 millisecond', v
-  from unnest($1::int4[], $2::int4[], $3::float8[], $4::float8[]) as r(ch, s, t, v) ${legacy ? NOT_IN_LEGACY : ''}
-  order by ch, t
+  from unnest($1::int4[], $2::int4[], $3::float8[], $4::float8[]) with ordinality as r(ch, s, t, v, n) ${legacy ? NOT_IN_LEGACY : ''}
+  order by ch, t, n
   ${onConflict} returning series_id, ts, value
 ), minutes as (${rollupFrom('1 minute', 'reading_rollups_1m')}), hours as (${rollupFrom('1 hour', 'reading_rollups_1h')}), days as (${rollupFrom('1 day', 'reading_rollups_1d')}),
 latest as (${LATEST_FROM_INS})

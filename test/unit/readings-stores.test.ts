@@ -82,6 +82,29 @@ describe('paging buckets (SQL store, always run)', () => {
 })
 
 describe('writing to the SQL store (always run)', () => {
+  test('a reading sent twice in one batch, under two mappings, is stored as it came first, and so are its latest value and rollups', async () => {
+    const own = await createTestEnv()
+    try {
+      const store = sqlStore(own.deps.database)
+      const ts = Date.UTC(2026, 10, 20, 6, 0, 0)
+      // Each channel's reading twice, the second under the channel's new mapping (another series): which one a sort
+      // met first was chance, and the same batch stored some of each.
+      const channels = Array.from({ length: 200 }, (_, i) => `c${i}`)
+      const sent = (environmentId: string, value: number, channel: string): Reading => ({ accountId: 'acct_twice', deviceId: 'dev_twice', channel, ts, value, metric: 'temperature', environmentId })
+      await store.write(channels.flatMap((channel) => [sent('env_first', 1, channel), sent('env_second', 2, channel)]))
+      const filter = { accountId: 'acct_twice', from: ts, to: ts + 1 }
+      const stored = await store.raw(filter, 1000)
+      expect(stored.length).toBe(channels.length)
+      expect(new Set(stored.map((r) => `${r.environment_id} ${r.value}`))).toEqual(new Set(['env_first 1']))
+      const latest = await store.latest({ ...filter, to: Date.now() + 86_400_000 }, 1000)
+      expect(new Set(latest.map((r) => `${r.environment_id} ${r.value}`))).toEqual(new Set(['env_first 1']))
+      const second = await bucketPage(store, { ...filter, environmentId: 'env_second' }, { interval: '1h', aggregates: ['count'], fill: 'none', groupBy: 'series' }, 1000, undefined, NO_DEADLINE, { series: 400, metrics: ['temperature'] })
+      expect(second).toEqual([])
+    } finally {
+      await own.close()
+    }
+  })
+
   test('values and times read back exactly as written (-0 as 0, as String() writes it): every digit, the extremes, and batches that need new partitions', async () => {
     const own = await createTestEnv()
     try {
