@@ -4,29 +4,35 @@
 // its reading_latest table in milliseconds. The SQL store keeps that table in the write's own transaction, so it is
 // not wrapped (server wiring: src/deps.ts).
 //
-// Exactness: an entry is a series' newest reading, or that it has none. Entries are made by reads of the store and
-// moved forward by writes:
-// - A read that finds entries missing marks them pending (an order below every reading's), then asks the store to
-//   have caught up with every write committed so far (ReadingsStore.caughtUp), reads it, and raises each pending or
-//   older entry to what the read proves. Over a window no reading can lie after, a row is its series' newest reading;
-//   a series with no row in a complete first page over all time has none.
-// - Every write, once stored and before it is acknowledged, raises the entries of its series that are held, pending
-//   ones included (SharedStore.keepNewest: an entry only moves forward, whichever comes last). A write never makes
-//   an entry: a write into a series whose entry is missing (the shared store lost it) may be a late reading, and
-//   not its newest.
-// So a write committed before a read's check is in what the read proves, and one after it raised the pending entry
-// (or raises it next); either way the entry ends at the newest of them. A reading sent again replaces the one stored
-// (QuestDB's dedup upsert): an equal order replaces too. An answer comes from the entries only when every series
-// the filter matches has one, none of them pending, and none at or after the window's end (the series' newest
-// within the window is then not known) or before the raw readings' retention horizon (it may be gone).
+// Exactness: an entry is a series' newest reading, or that it has none, tagged with the epoch it holds for. Entries
+// are made by reads of the store and moved forward by writes (SharedStore's entries):
+// - A read claims the entries it finds not known (a claim of its own, which no answer uses), then asks the store to
+//   have caught up with every write committed so far (ReadingsStore.caughtUp), reads it, and settles each claim it
+//   still holds at the newer of what the read proves and what writes raised it to meanwhile. Over a window no
+//   reading can lie after, a row is its series' newest reading; a series with no row in a complete first page over
+//   all time has none; of any other it proves nothing, and its claim goes. A claim never settled (a read that
+//   failed) is never an answer, and the next read claims it again.
+// - Every write, once stored and before it is acknowledged, raises the entries of its series that are held, claimed
+//   ones included, keeping their tag (an entry only moves forward, whichever comes last). A write never makes an
+//   entry: a write into a series whose entry is missing (the shared store lost it) may be a late reading, and not
+//   its newest.
+// So a write committed before a read's check is in what the read proves, and one after it raised the claim (or
+// raises the entry next); either way the entry ends at the newest of them. A reading sent again replaces the one
+// stored (QuestDB's dedup upsert): an equal order replaces too. Sent again under the channel's new mapping, it moves
+// to another series: so a write takes over, from the channel's other series, every time from its series' oldest
+// reading in the write to its newest (an entry group per channel), and those whose entry lies there, or is claimed
+// (its read may meet a reading that moved), lose it; a read proves them again. An answer comes from the entries
+// only when every series the filter matches has one of the current epoch, none at or after the window's end (the
+// series' newest within the window is then not known) or before the raw readings' retention horizon (it may be
+// gone).
 //
-// Entries carry the epoch the shared store held when written. A writer that raised into its in-process fallback
-// while Redis was unreachable (src/kv/fallback.ts) starts a new epoch once Redis answers again (or when it next
-// writes or reads, if later), and entries of another epoch are not used: they missed its writes. While this process
-// sees the shared store unreachable the store answers.
+// A writer that raised into its in-process fallback while Redis was unreachable (src/kv/fallback.ts) starts a new
+// epoch once Redis answers again (or when it next writes or reads, if later), and entries of another epoch are not
+// used (they missed its writes) until a read proves them again. While this process sees the shared store
+// unreachable the store answers.
 import { randomUUID } from 'node:crypto'
 import { epochAfterOutage, primaryUp } from '../src/kv/fallback.ts'
-import type { NewestEntry, SharedStore } from '../src/kv/interface.ts'
+import type { RaisedEntry, SettledEntry, SharedStore } from '../src/kv/interface.ts'
 import { MAX_FUTURE_MS } from '../src/records/rules.ts'
 import { MIN_READING_TS } from './parse.ts'
 import type { SeriesCatalogue, SeriesRow } from './series.ts'
@@ -42,8 +48,6 @@ const ENTRY_MS = 7 * 86_400_000
 const MAX_SERIES = 10_000
 /** The order of "no reading at all": every reading's time is after MIN_READING_TS (2000). */
 const NONE = 0
-/** The order of "pending": a read is finding out, and writes meanwhile raise it. */
-const PENDING = -1
 /**
  * An account's entries are seeded by one read of all its series at most this often (per window): a series the seeding
  * cannot prove (its newest before the raw readings' horizon) leaves its rooms to be read one by one, not the account
@@ -51,6 +55,8 @@ const PENDING = -1
  */
 const ACCOUNT_SEED_SPACING_MS = 60_000
 const entryKey = (seriesId: number) => `readings-latest:${seriesId}`
+/** The group of a channel's entries, one per series it was stored under. */
+const channelGroup = (channelId: number) => `readings-latest:channel:${channelId}`
 const seriesOf = (r: { device_id: string; channel: string; metric: string | null; environment_id: string | null }) => JSON.stringify([r.device_id, r.channel, r.metric, r.environment_id])
 const channelOf = (r: { device_id: string; channel: string }) => `${r.device_id}\u0000${r.channel}`
 
@@ -94,10 +100,10 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
     for (let i = 0; i < series.length; i++) {
       const entry = held[i]
       if (!entry) return undefined
-      const [order, entryEpoch, value] = entry.split(' ')
-      if (entryEpoch !== current) return undefined
+      // Claimed (a read is finding it out) or of another epoch: not known.
+      const [order, tag, value] = entry.split(' ')
+      if (tag !== current) return undefined
       const ts = Number(order)
-      if (ts === PENDING) return undefined
       if (ts === NONE) continue
       if (ts >= filter.to || ts < horizon) return undefined
       if (ts < filter.from) continue
@@ -112,30 +118,34 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
     return [...newest.values()].sort((a, b) => byteOrder(a.device_id, b.device_id) || byteOrder(a.channel, b.channel))
   }
 
-  const seed = async (series: readonly SeriesRow[], rows: readonly RawRow[], current: string, filter: ReadingsFilter, complete: boolean) => {
-    const ids = new Map(series.map((s) => [seriesOf(s), s.id]))
-    const entries: NewestEntry[] = []
-    for (const row of rows) {
-      const id = ids.get(seriesOf(row))
-      if (id !== undefined) entries.push([entryKey(id), row.ts, `${current} ${row.value}`])
-    }
-    if (complete && filter.from <= MIN_READING_TS) {
-      const answered = new Set(rows.map(channelOf))
-      for (const s of series) if (!answered.has(channelOf(s))) entries.push([entryKey(s.id), NONE, `${current} none`])
-    }
-    // Only where held: a key gone since it was marked pending (a Redis flushed) missed the writes meanwhile.
-    await shared.keepNewest(entries, ENTRY_MS, true)
+  /**
+   * What a read over `filter` proves of each series, as settled entries: a row's series has it as its newest reading;
+   * a series with no row in a complete first page over all time has none; any other is not known (no order).
+   */
+  const proven = (series: readonly SeriesRow[], rows: readonly RawRow[], filter: ReadingsFilter, complete: boolean): SettledEntry[] => {
+    const found = new Map(rows.map((row) => [seriesOf(row), row]))
+    const answered = new Set(rows.map(channelOf))
+    const none = complete && filter.from <= MIN_READING_TS
+    return series.map((s): SettledEntry => {
+      const row = found.get(seriesOf(s))
+      if (row) return [entryKey(s.id), row.ts, String(row.value)]
+      // A channel answered by another of its series (its mapping changed) says nothing of this one's newest.
+      return none && !answered.has(channelOf(s)) ? [entryKey(s.id), NONE, 'none'] : [entryKey(s.id), undefined, '']
+    })
   }
 
   /**
-   * Reads the store (`read`, over `filter`) and makes its answer the entries of `series` where it proves them: the
-   * missing ones are marked pending first, and the read comes after every write committed by then (see the top).
+   * Reads the store (`read`, over `filter`) and makes its answer the entries of `series` where it proves them: those
+   * not known are claimed first, the read comes after every write committed by then, and the claims are settled
+   * with what it proves (see the top).
    */
   const readAndSeed = async (series: readonly SeriesRow[], filter: ReadingsFilter, limit: number, after: LatestPosition | undefined, current: string, read: () => Promise<RawRow[]>) => {
-    await shared.keepNewest(series.map((s) => [entryKey(s.id), PENDING, `${current} pending`]), ENTRY_MS)
+    const claim = `?${randomUUID()}`
+    await shared.claimEntries(series.map((s) => [entryKey(s.id), channelGroup(s.channel_id)]), claim, current, ENTRY_MS)
     const seeding = up() && await store.caughtUp()
     const rows = await read()
-    if (seeding && up()) await seed(series, rows, current, filter, !after && rows.length < limit)
+    // A claim left unsettled (a read that failed, a store behind) is never an answer, and the next read claims it again.
+    if (seeding && up()) await shared.settleEntries(proven(series, rows, filter, !after && rows.length < limit), claim, current, ENTRY_MS)
     return rows
   }
 
@@ -169,18 +179,26 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
       await afterOutage()
       // Registered by the store's write before its readings went out: answered from the catalogue's cache.
       const ids = await catalogue.idsOf(readings)
-      // Of two readings of a series at one time, the later is kept, as QuestDB's dedup upsert keeps it (the store these
-      // entries are kept for: src/deps.ts). The SQL store keeps the first; over it, a reading sent again at the same
-      // time with another value would leave the entry holding a value the store does not.
-      const newest = new Map<number, number>()
+      // Of two readings of a channel at one time, the later is kept, as QuestDB's dedup upsert keeps it (the store
+      // these entries are kept for: src/deps.ts). The SQL store keeps the first; over it, a reading sent again at the
+      // same time with another value or mapping would leave entries the store does not hold.
+      const written = new Map<number, { newest: number; oldest: number }>()
       for (let i = 0; i < readings.length; i++) {
-        const at = newest.get(ids.series[i]!)
-        if (at === undefined || readings[at]!.ts <= readings[i]!.ts) newest.set(ids.series[i]!, i)
+        const ts = readings[i]!.ts
+        const series = written.get(ids.series[i]!)
+        if (!series) written.set(ids.series[i]!, { newest: i, oldest: ts })
+        else {
+          if (readings[series.newest]!.ts <= ts) series.newest = i
+          if (ts < series.oldest) series.oldest = ts
+        }
       }
-      const current = await currentEpoch()
-      const entries: NewestEntry[] = []
-      for (const [id, at] of newest) entries.push([entryKey(id), readings[at]!.ts, `${current} ${readings[at]!.value}`])
-      await shared.keepNewest(entries, ENTRY_MS, true)
+      // In the order of each series' newest reading in the batch: of two series taking over one time, the later's
+      // entry is raised last, and removes the earlier's.
+      const entries = [...written].sort(([, a], [, b]) => a.newest - b.newest).map(([id, { newest, oldest }]): RaisedEntry => {
+        const r = readings[newest]!
+        return [entryKey(id), r.ts, String(r.value), channelGroup(ids.channels[newest]!), oldest]
+      })
+      await shared.raiseEntries(entries, ENTRY_MS)
       outage.wrote()
     },
 
@@ -209,8 +227,8 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
         options.onAnswer?.('kept')
         return page(kept)
       }
-      // Only a read over a window no reading lies after proves entries; the entries it may prove are marked pending
-      // first (where missing), and it must read after every write committed by then.
+      // Only a read over a window no reading lies after proves entries; the entries it may prove are claimed first
+      // (those not known), and it must read after every write committed by then.
       if (filter.to <= began + MAX_FUTURE_MS) return fromStore()
       // The epoch just read (a writer may hold one a second old), else a new one.
       const current = held ?? await currentEpoch()

@@ -8,7 +8,7 @@ import type { Reading, ReadingsFilter } from './stores/interface.ts'
 /** The filter's series part: which series a query may meet, whatever its window. */
 export type SeriesFilter = Pick<ReadingsFilter, 'accountId' | 'deviceId' | 'channel' | 'metric' | 'environmentId'>
 
-export interface SeriesRow { id: number; device_id: string; channel: string; metric: string | null; environment_id: string | null }
+export interface SeriesRow { id: number; channel_id: number; device_id: string; channel: string; metric: string | null; environment_id: string | null }
 
 interface Known { accountId: string; metric: string | null; environmentId: string | null; id: number; channelId: number }
 
@@ -63,7 +63,7 @@ export class SeriesCatalogue {
   /** The series the filter matches. */
   async list(filter: SeriesFilter): Promise<SeriesRow[]> {
     const params: unknown[] = []
-    return this.database.query<SeriesRow>(`select id, device_id, channel, metric, environment_id from reading_series where ${seriesWhere(filter, params)}`, params)
+    return this.database.query<SeriesRow>(`select id, channel_id, device_id, channel, metric, environment_id from reading_series where ${seriesWhere(filter, params)}`, params)
   }
 
   /**

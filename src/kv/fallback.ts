@@ -69,7 +69,9 @@ export function withFallback(primary: SharedStore, fallback: SharedStore, option
     set: (key, value, ttlMs) => route((s) => s.set(key, value, ttlMs)),
     getMany: (keys) => route((s) => s.getMany(keys)),
     setMany: (keys, value, ttlMs) => route((s) => s.setMany(keys, value, ttlMs)),
-    keepNewest: (entries, ttlMs, onlyHeld) => route((s) => s.keepNewest(entries, ttlMs, onlyHeld)),
+    claimEntries: (entries, claim, keep, ttlMs) => route((s) => s.claimEntries(entries, claim, keep, ttlMs)),
+    raiseEntries: (entries, ttlMs) => route((s) => s.raiseEntries(entries, ttlMs)),
+    settleEntries: (entries, claim, tag, ttlMs) => route((s) => s.settleEntries(entries, claim, tag, ttlMs)),
     // Both stores run this process's handlers before sending, so publishing on the fallback still applies the
     // message here; only other processes miss it while the primary is down.
     publish: (channel, message) => route((s) => s.publish(channel, message)),

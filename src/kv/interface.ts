@@ -29,11 +29,26 @@ export interface SharedStore {
   /** Sets every key of `keys` to `value`, each expiring after `ttlMs`, in one round trip. */
   setMany(keys: readonly string[], value: string, ttlMs: number): Promise<void>
   /**
-   * For each entry, sets `key` to `${order} ${value}` (expiring after `ttlMs`) unless it holds a greater order (the
-   * first word of what it holds), atomically per key, in one round trip: a value that only moves forward, whichever
-   * of several writers comes last. With `onlyHeld`, a key not held is left absent. getMany reads it back as stored.
+   * Entries that keep each thing's newest version (ingest/kept-latest.ts: each series' newest reading), held as
+   * `${order} ${tag} ${value}`: `order` a finite number (a time), `tag` a word saying who vouches for it (a
+   * generation), or a claim (a word starting with `?`) while a reader finds it out. getMany reads them as held.
+   * Every call is one round trip, atomic per key; keys expire `ttlMs` after they were last set. Keys of one thing's
+   * variants (a channel's series) share a group, joined when claimed or raised.
+   *
+   * claimEntries: every key not tagged `keep` is set to order -1 under `claim` (taken over from any other claim).
    */
-  keepNewest(entries: readonly NewestEntry[], ttlMs: number, onlyHeld?: boolean): Promise<void>
+  claimEntries(entries: readonly ClaimedEntry[], claim: string, keep: string, ttlMs: number): Promise<void>
+  /**
+   * raiseEntries: every key held at an order up to the entry's takes the entry's order and value, keeping its tag; a
+   * key not held stays absent. First, the entry's other keys of its group are removed where they hold an order from
+   * its `takenFrom` to its own, or are under a claim (see RaisedEntry).
+   */
+  raiseEntries(entries: readonly RaisedEntry[], ttlMs: number): Promise<void>
+  /**
+   * settleEntries: every key still under `claim` is tagged `tag`, at the greater of its order and the entry's (with
+   * that one's value); an entry without an order removes it. Keys under another claim, or none, are left.
+   */
+  settleEntries(entries: readonly SettledEntry[], claim: string, tag: string, ttlMs: number): Promise<void>
   /**
    * Sends `message` to every subscriber of `channel`. This process's own handlers have run by the time it
    * resolves (read-your-writes); they may see the message a second time, so handlers must be idempotent.
@@ -45,5 +60,14 @@ export interface SharedStore {
   close(): Promise<void>
 }
 
-/** An entry of SharedStore.keepNewest: `order` a finite number (a time, say). */
-export type NewestEntry = readonly [key: string, order: number, value: string]
+/** A key to claim, and its group. */
+export type ClaimedEntry = readonly [key: string, group: string]
+/**
+ * A key to raise. `takenFrom`: the entry took over the orders from `takenFrom` to `order` from whichever of its
+ * group held them (a reading stored again under its channel's new mapping replaces the one stored at its time under
+ * the old), so another key of the group holding one of them is removed, and so is one under a claim (its reader may
+ * meet one of them).
+ */
+export type RaisedEntry = readonly [key: string, order: number, value: string, group: string, takenFrom: number]
+/** What a reader found for a key it claimed: an order and value, or no order where it found nothing certain. */
+export type SettledEntry = readonly [key: string, order: number | undefined, value: string]

@@ -10,6 +10,8 @@ export interface MemoryStore extends SharedStore {
 export function memoryStore(): MemoryStore {
   const windows = new Map<string, { count: number; resetAt: number }>()
   const values = new Map<string, { value: string; expiresAt: number }>()
+  /** The groups of claimEntries and the rest: their keys, each group lasting as long as the last key set in it. */
+  const groups = new Map<string, { keys: Set<string>; expiresAt: number }>()
   const handlers = new Map<string, Set<(message: string) => void>>()
   const slots = new Map<string, Map<string, number>>()
   let sweepAt = 0
@@ -17,6 +19,21 @@ export function memoryStore(): MemoryStore {
     const entry = values.get(key)
     if (entry && entry.expiresAt <= now) { values.delete(key); return undefined }
     return entry
+  }
+  /** An entry of claimEntries and the rest, as held: `${order} ${tag} ${value}`. */
+  const entryOf = (held: string) => {
+    const [orderText, tag] = held.split(' ', 2) as [string, string]
+    return { order: Number(orderText), orderText, tag, value: held.slice(orderText.length + tag.length + 2) }
+  }
+  const liveGroup = (group: string, now: number) => {
+    const members = groups.get(group)
+    if (members && members.expiresAt <= now) { groups.delete(group); return undefined }
+    return members?.keys
+  }
+  const join = (key: string, group: string, now: number, ttlMs: number) => {
+    const members = groups.get(group)
+    if (members && members.expiresAt > now) { members.keys.add(key); members.expiresAt = now + ttlMs }
+    else groups.set(group, { keys: new Set([key]), expiresAt: now + ttlMs })
   }
   return {
     kind: 'memory',
@@ -26,6 +43,7 @@ export function memoryStore(): MemoryStore {
         // Drop expired entries now and then so idle keys do not accumulate.
         for (const [k, w] of windows) if (w.resetAt <= now) windows.delete(k)
         for (const [k, v] of values) if (v.expiresAt <= now) values.delete(k)
+        for (const [k, g] of groups) if (g.expiresAt <= now) groups.delete(k)
         sweepAt = now + 60_000
       }
       let w = windows.get(key)
@@ -81,11 +99,45 @@ export function memoryStore(): MemoryStore {
       const expiresAt = Date.now() + ttlMs
       for (const key of keys) values.set(key, { value, expiresAt })
     },
-    async keepNewest(entries, ttlMs, onlyHeld = false) {
+    async claimEntries(entries, claim, keep, ttlMs) {
+      const now = Date.now()
+      for (const [key, group] of entries) {
+        const held = live(key, now)?.value
+        if (held !== undefined && entryOf(held).tag === keep) continue
+        values.set(key, { value: `-1 ${claim} -`, expiresAt: now + ttlMs })
+        join(key, group, now, ttlMs)
+      }
+    },
+    async raiseEntries(entries, ttlMs) {
+      const now = Date.now()
+      for (const [key, order, value, group, takenFrom] of entries) {
+        const members = liveGroup(group, now)
+        for (const sibling of members ?? []) {
+          if (sibling === key) continue
+          const held = live(sibling, now)?.value
+          const entry = held === undefined ? undefined : entryOf(held)
+          if (entry && !entry.tag.startsWith('?') && (entry.order < takenFrom || entry.order > order)) continue
+          values.delete(sibling)
+          members!.delete(sibling)
+        }
+        const held = live(key, now)?.value
+        if (held === undefined) continue
+        const entry = entryOf(held)
+        if (entry.order > order) continue
+        values.set(key, { value: `${order} ${entry.tag} ${value}`, expiresAt: now + ttlMs })
+        join(key, group, now, ttlMs)
+      }
+    },
+    async settleEntries(entries, claim, tag, ttlMs) {
       const now = Date.now()
       for (const [key, order, value] of entries) {
         const held = live(key, now)?.value
-        if (held === undefined ? !onlyHeld : Number(held.slice(0, held.indexOf(' '))) <= order) values.set(key, { value: `${order} ${value}`, expiresAt: now + ttlMs })
+        if (held === undefined) continue
+        const entry = entryOf(held)
+        if (entry.tag !== claim) continue
+        if (order === undefined) values.delete(key)
+        else if (entry.order >= order) values.set(key, { value: `${entry.orderText} ${tag} ${entry.value}`, expiresAt: now + ttlMs })
+        else values.set(key, { value: `${order} ${tag} ${value}`, expiresAt: now + ttlMs })
       }
     },
     async publish(channel, message) {
@@ -97,7 +149,7 @@ export function memoryStore(): MemoryStore {
       set.add(handler)
     },
     async ping() {},
-    flush() { windows.clear(); values.clear() },
-    async close() { handlers.clear(); windows.clear(); values.clear() },
+    flush() { windows.clear(); values.clear(); groups.clear() },
+    async close() { handlers.clear(); windows.clear(); values.clear(); groups.clear() },
   }
 }

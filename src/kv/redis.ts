@@ -34,16 +34,75 @@ if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) 
 return total
 `
 
-// One key at a time within one script: each is compared and set atomically (ARGV: the TTL, whether only keys held
-// are set, then order and value per key). The order is the stored value's first word.
-const KEEP_NEWEST_SCRIPT = `
-local ttl = ARGV[1]
-local onlyHeld = ARGV[2] == '1'
-for i = 1, #KEYS do
-  local order = ARGV[i * 2 + 1]
-  local held = redis.call('GET', KEYS[i])
-  if (held and tonumber(string.match(held, '^%S+')) <= tonumber(order)) or (not held and not onlyHeld) then
-    redis.call('SET', KEYS[i], order .. ' ' .. ARGV[i * 2 + 2], 'PX', ttl)
+// SharedStore's entries (claimEntries, raiseEntries, settleEntries), one script for the three: ARGV[1] says which,
+// ARGV[2] is the TTL, then each's arguments (below). Each key is read and set within the script, so atomically. An
+// entry is held as "order tag value"; orders are written as given (Lua would print a large number in exponent
+// form). A group is a set of keys.
+const ENTRIES_SCRIPT = `
+local mode, ttl = ARGV[1], ARGV[2]
+local function parse(held) return string.match(held, '^(%S+) (%S+) (.*)$') end
+local function join(key, group)
+  redis.call('SADD', group, key)
+  redis.call('PEXPIRE', group, ttl)
+end
+if mode == 'claim' then
+  -- ARGV: claim, keep, then each key's group.
+  local claim, keep = ARGV[3], ARGV[4]
+  for i = 1, #KEYS do
+    local held = redis.call('GET', KEYS[i])
+    local tag = nil
+    if held then
+      local _, t = parse(held)
+      tag = t
+    end
+    if tag ~= keep then
+      redis.call('SET', KEYS[i], '-1 ' .. claim .. ' -', 'PX', ttl)
+      join(KEYS[i], ARGV[i + 4])
+    end
+  end
+elseif mode == 'raise' then
+  -- ARGV: each key's order, value, group and takenFrom.
+  for i = 1, #KEYS do
+    local key, order, value, group = KEYS[i], ARGV[i * 4 - 1], ARGV[i * 4], ARGV[i * 4 + 1]
+    local from, to = tonumber(ARGV[i * 4 + 2]), tonumber(order)
+    for _, sibling in ipairs(redis.call('SMEMBERS', group)) do
+      if sibling ~= key then
+        local held = redis.call('GET', sibling)
+        local keep = false
+        if held then
+          local at, tag = parse(held)
+          at = tonumber(at)
+          keep = string.sub(tag, 1, 1) ~= '?' and (at < from or at > to)
+        end
+        if not keep then
+          redis.call('DEL', sibling)
+          redis.call('SREM', group, sibling)
+        end
+      end
+    end
+    local held = redis.call('GET', key)
+    if held then
+      local at, tag = parse(held)
+      if tonumber(at) <= to then
+        redis.call('SET', key, order .. ' ' .. tag .. ' ' .. value, 'PX', ttl)
+        join(key, group)
+      end
+    end
+  end
+else
+  -- settle. ARGV: claim, tag, then each key's order ('' for none) and value.
+  local claim, tag = ARGV[3], ARGV[4]
+  for i = 1, #KEYS do
+    local key, order, value = KEYS[i], ARGV[i * 2 + 3], ARGV[i * 2 + 4]
+    local held = redis.call('GET', key)
+    if held then
+      local at, heldTag, heldValue = parse(held)
+      if heldTag == claim then
+        if order == '' then redis.call('DEL', key)
+        elseif tonumber(at) >= tonumber(order) then redis.call('SET', key, at .. ' ' .. tag .. ' ' .. heldValue, 'PX', ttl)
+        else redis.call('SET', key, order .. ' ' .. tag .. ' ' .. value, 'PX', ttl) end
+      end
+    end
   end
 end
 return 0
@@ -55,8 +114,8 @@ interface Scripts {
   releaseLock(key: string, token: string): Promise<number>
   takeSlot(key: string, limit: number, ttlMs: number, token: string): Promise<number>
   addCounter(key: string, amount: number, ttlMs: number): unknown
-  /** Takes the number of keys first (defined without numberOfKeys), then the keys, the TTL, onlyHeld (1 or 0), order and value per key. */
-  keepNewest(keyCount: number, ...args: (string | number)[]): Promise<number>
+  /** Takes the number of keys first (defined without numberOfKeys), then the keys, then ARGV as ENTRIES_SCRIPT says. */
+  entries(keyCount: number, ...args: (string | number)[]): Promise<number>
 }
 
 /** Bounds on every Redis call, so a stalled or absent Redis costs a request at most this much (see kv/fallback.ts). */
@@ -80,7 +139,7 @@ export async function redisStore(url: string, prefix: string, timeouts: RedisTim
   client.defineCommand('releaseLock', { numberOfKeys: 1, lua: RELEASE_SCRIPT })
   client.defineCommand('takeSlot', { numberOfKeys: 1, lua: TAKE_SLOT_SCRIPT })
   client.defineCommand('addCounter', { numberOfKeys: 1, lua: ADD_SCRIPT })
-  client.defineCommand('keepNewest', { lua: KEEP_NEWEST_SCRIPT })
+  client.defineCommand('entries', { lua: ENTRIES_SCRIPT })
   const scripts = client as unknown as Scripts
   // Start even when Redis is down: the first command fails and the service runs on its fallback until Redis answers.
   await withTimeout(new Promise<void>((resolve) => client.once('ready', resolve)), timeouts.connectTimeoutMs).catch(() => {})
@@ -134,12 +193,26 @@ export async function redisStore(url: string, prefix: string, timeouts: RedisTim
       for (const key of keys) pipeline.set(prefix + key, value, 'PX', ttlMs)
       for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error
     },
-    async keepNewest(entries, ttlMs, onlyHeld = false) {
+    async claimEntries(entries, claim, keep, ttlMs) {
       if (!entries.length) return
       const args: (string | number)[] = entries.map(([key]) => prefix + key)
-      args.push(ttlMs, onlyHeld ? 1 : 0)
-      for (const [, order, value] of entries) args.push(order, value)
-      await scripts.keepNewest(entries.length, ...args)
+      args.push('claim', ttlMs, claim, keep)
+      for (const [, group] of entries) args.push(prefix + group)
+      await scripts.entries(entries.length, ...args)
+    },
+    async raiseEntries(entries, ttlMs) {
+      if (!entries.length) return
+      const args: (string | number)[] = entries.map(([key]) => prefix + key)
+      args.push('raise', ttlMs)
+      for (const [, order, value, group, takenFrom] of entries) args.push(order, value, prefix + group, takenFrom)
+      await scripts.entries(entries.length, ...args)
+    },
+    async settleEntries(entries, claim, tag, ttlMs) {
+      if (!entries.length) return
+      const args: (string | number)[] = entries.map(([key]) => prefix + key)
+      args.push('settle', ttlMs, claim, tag)
+      for (const [, order, value] of entries) args.push(order ?? '', value)
+      await scripts.entries(entries.length, ...args)
     },
     async publish(channel, message) {
       // This process's handlers run before the call returns, so a caller reads its own invalidation at

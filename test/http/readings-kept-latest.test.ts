@@ -70,7 +70,8 @@ for (const { name, overrides, drop } of stores) {
       const before = { ...counted }
       await fc.assert(fc.asyncProperty(
         fc.array(fc.record({
-          readings: fc.array(fc.record({ device: fc.constantFrom(...DEVICES), channel: fc.constantFrom(...CHANNELS), minute: fc.integer({ min: 0, max: 600 }), mapping: fc.integer({ min: 0, max: 2 }), value: fc.integer({ min: -5000, max: 5000 }).map((n) => n / 8 + 0.1) }), { minLength: 1, maxLength: 12 }),
+          // Minutes from a few (so readings are often sent again) or from ten hours.
+          readings: fc.array(fc.record({ device: fc.constantFrom(...DEVICES), channel: fc.constantFrom(...CHANNELS), minute: fc.oneof(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 600 })), mapping: fc.integer({ min: 0, max: 2 }), value: fc.integer({ min: -5000, max: 5000 }).map((n) => n / 8 + 0.1) }), { minLength: 1, maxLength: 12 }),
           // Written straight to the store, and the shared store then empty (a Redis restarted): entries start over.
           lost: fc.boolean(),
         }), { minLength: 1, maxLength: 4 }),
@@ -87,17 +88,19 @@ for (const { name, overrides, drop } of stores) {
           /** What the store holds per (device, channel, time): a reading sent again under another mapping is skipped by the SQL store and replaces the first on QuestDB (dedup upsert). */
           const stored = new Map<string, Reading>()
           for (const batch of batches) {
-            /** Values sent in this batch: a reading sent twice in one batch is sent again too. */
-            const sent = new Map<string, number>()
+            /** Readings sent in this batch: a reading sent twice in one batch is sent again too. */
+            const sent = new Map<string, Reading>()
             const readings = batch.readings.map((r): Reading => {
               const ts = BASE + r.minute * MIN
-              const [metric, environmentId] = MAPPINGS[r.mapping]!
-              // Sent again: the same value (a device resending), perhaps under the channel's new mapping. (Kept
-              // entries take the later of two readings at one time, as QuestDB does, the store they are kept for.)
+              // Sent again: the same value (a device resending), under the channel's new mapping on QuestDB. Kept
+              // entries take the later of two readings at one time, as QuestDB does, the store they are kept for;
+              // the SQL store keeps the first, so over it a reading sent again keeps its first mapping.
               const id = `${r.device}/${r.channel}/${ts}`
-              const value = stored.get(id)?.value ?? sent.get(id) ?? r.value
-              sent.set(id, value)
-              return { accountId: owner.accountId, deviceId: `${r.device}_${owner.accountId}`, channel: r.channel, ts, value, metric, environmentId }
+              const first = stored.get(id) ?? sent.get(id)
+              const [metric, environmentId] = first && name !== 'QuestDB' ? [first.metric, first.environmentId] : MAPPINGS[r.mapping]!
+              const reading = { accountId: owner.accountId, deviceId: `${r.device}_${owner.accountId}`, channel: r.channel, ts, value: first?.value ?? r.value, metric, environmentId }
+              sent.set(id, reading)
+              return reading
             })
             if (batch.lost) {
               await write(env.deps.readings, readings)

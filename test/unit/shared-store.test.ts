@@ -100,23 +100,55 @@ describe(`shared store scripts (${REAL_REDIS_URL ? 'redis' : 'memory'})`, () => 
     expect(await store.acquire('lock', 60_000)).toEqual(expect.any(String))
   })
 
-  test('keepNewest keeps the entry of greatest order per key, whoever writes last; equal orders replace; only where held if asked; it expires', async () => {
+  test('entries: a claim takes every key not of the kept tag; raises move held keys forward, keeping their tag; a settle tags only its own claims, at the greater order', async () => {
     const first = await open()
     const second = REAL_REDIS_URL ? await open() : first
-    await first.keepNewest([['n:a', 200, 'e1 20.5'], ['n:b', 0, 'e1 none'], ['n:short', 5, 'x']], 60_000)
-    // Older orders leave what is held; a newer one and an equal one replace it; keys absent are set.
-    await second.keepNewest([['n:a', 150, 'e1 late'], ['n:b', 1_733_000_000_123, 'e1 -3.25'], ['n:c', 7, 'e2 1e-7']], 60_000)
-    await second.keepNewest([['n:a', 200, 'e2 21']], 60_000)
-    expect(await first.getMany(['n:a', 'n:b', 'n:c', 'n:none'])).toEqual(['200 e2 21', '1733000000123 e1 -3.25', '7 e2 1e-7', null])
-    // In one call, a key given twice ends with its greatest order.
-    await first.keepNewest([['n:d', 9, 'nine'], ['n:d', 3, 'three']], 60_000)
-    expect(await second.getMany(['n:d'])).toEqual(['9 nine'])
-    // Only where held: n:a is raised, n:e stays absent.
-    await second.keepNewest([['n:a', 201, 'e2 22'], ['n:e', 1, 'x']], 60_000, true)
-    expect(await first.getMany(['n:a', 'n:e'])).toEqual(['201 e2 22', null])
-    await first.keepNewest([['n:short', 6, 'y']], 30)
+    // e:a is held for the generation e1; e:b of an older one, e:c not at all.
+    await first.claimEntries([['e:a', 'g:a'], ['e:b', 'g:b'], ['e:c', 'g:c']], '?r0', 'e0', 60_000)
+    await first.settleEntries([['e:a', 1_733_000_000_123, '-3.25']], '?r0', 'e1', 60_000)
+    await first.settleEntries([['e:b', 7, '1e-7']], '?r0', 'e0', 60_000)
+    // Settled, a key is no longer under the claim: settling it again leaves it.
+    await first.settleEntries([['e:b', 9, 'x']], '?r0', 'e0', 60_000)
+    expect(await second.getMany(['e:a', 'e:b', 'e:c'])).toEqual(['1733000000123 e1 -3.25', '7 e0 1e-7', '-1 ?r0 -'])
+    // A reader claims what is not of e1: e:a stays, e:b and e:c are claimed (e:c taken over from ?r0).
+    await second.claimEntries([['e:a', 'g:a'], ['e:b', 'g:b'], ['e:c', 'g:c']], '?r1', 'e1', 60_000)
+    expect(await first.getMany(['e:a', 'e:b', 'e:c'])).toEqual(['1733000000123 e1 -3.25', '-1 ?r1 -', '-1 ?r1 -'])
+    // Writes meanwhile: an older order leaves a key, a newer or equal one raises it, keeping its tag; e:d is not held.
+    await first.raiseEntries([['e:a', 1_733_000_000_000, 'late', 'g:a', 1_733_000_000_000], ['e:b', 50, 'fifty', 'g:b', 50], ['e:d', 3, 'x', 'g:d', 3]], 60_000)
+    await second.raiseEntries([['e:a', 1_733_000_000_123, 'again', 'g:a', 1_733_000_000_123]], 60_000)
+    expect(await first.getMany(['e:a', 'e:b', 'e:d'])).toEqual(['1733000000123 e1 again', '50 ?r1 fifty', null])
+    // The older reader's settle finds its claims taken over and leaves them; the newer one settles each at the
+    // greater of what it found and what was raised meanwhile, and removes what it could not tell.
+    await first.settleEntries([['e:b', 10, 'ten'], ['e:c', 10, 'ten']], '?r0', 'e1', 60_000)
+    await second.settleEntries([['e:b', 40, 'forty'], ['e:c', undefined, '']], '?r1', 'e1', 60_000)
+    expect(await first.getMany(['e:b', 'e:c'])).toEqual(['50 e1 fifty', null])
+    await first.claimEntries([['e:c', 'g:c']], '?r2', 'e1', 60_000)
+    await first.settleEntries([['e:c', 0, 'none']], '?r2', 'e1', 60_000)
+    await first.raiseEntries([['e:c', 20, '2', 'g:c', 20]], 30)
     await Bun.sleep(60)
-    expect(await second.getMany(['n:short'])).toEqual([null])
-    await first.keepNewest([], 60_000)
+    expect(await second.getMany(['e:c'])).toEqual([null])
+    await first.claimEntries([], '?r3', 'e1', 60_000)
+    await first.raiseEntries([], 60_000)
+    await first.settleEntries([], '?r3', 'e1', 60_000)
+  })
+
+  test('entries of one group: a raise taking over orders removes the others holding one of them or under a claim, and no other', async () => {
+    const first = await open()
+    const second = REAL_REDIS_URL ? await open() : first
+    // A channel's three series (group g:1), another channel's (g:2) and one held before it joined any group.
+    await first.claimEntries([['s:a', 'g:1'], ['s:b', 'g:1'], ['s:c', 'g:1'], ['s:d', 'g:2'], ['s:x', 'g:x']], '?r', 'e1', 60_000)
+    await first.settleEntries([['s:a', 100, 'a'], ['s:b', 150, 'b'], ['s:d', 150, 'd'], ['s:x', 150, 'x']], '?r', 'e1', 60_000)
+    // s:a takes over 140..160 (its readings stored again): s:b (at 150) and s:c (claimed) go; s:a is raised; s:d
+    // (another group) and s:x stay.
+    await second.raiseEntries([['s:a', 160, 'a2', 'g:1', 140]], 60_000)
+    expect(await first.getMany(['s:a', 's:b', 's:c', 's:d', 's:x'])).toEqual(['160 e1 a2', null, null, '150 e1 d', '150 e1 x'])
+    // Removed keys left the group: claimed and settled again, a takeover outside their order leaves them.
+    await first.claimEntries([['s:b', 'g:1']], '?q', 'e1', 60_000)
+    await first.settleEntries([['s:b', 90, 'b2']], '?q', 'e1', 60_000)
+    await second.raiseEntries([['s:a', 170, 'a3', 'g:1', 161]], 60_000)
+    expect(await first.getMany(['s:a', 's:b'])).toEqual(['170 e1 a3', '90 e1 b2'])
+    // A raise of a key not held removes the others all the same, and sets nothing.
+    await second.raiseEntries([['s:e', 95, 'e', 'g:1', 85]], 60_000)
+    expect(await first.getMany(['s:a', 's:b', 's:e'])).toEqual(['170 e1 a3', null, null])
   })
 })
