@@ -124,7 +124,7 @@ for (const { name, overrides, drop } of stores) {
             }
           }
         },
-      ), { numRuns: Number(process.env.KEPT_RUNS ?? 15) })
+      ), { numRuns: Number(process.env.KEPT_RUNS ?? 100) })
       // The property went through kept entries, and through the store.
       const after = { ...counted }
       expect(after.kept).toBeGreaterThan(before.kept)
