@@ -4,7 +4,7 @@
 // (porsager/postgres#1119), and a readings export broke off on "undefined is not an object (evaluating
 // 's.device_id')" when a step was cancelled. Postgres only (the driver is postgres.js): it runs when DATABASE_URL is set.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { openPostgres, type Database } from '../../db/client.ts'
+import { openPostgres, ReadCancelled, type Database } from '../../db/client.ts'
 import { REAL_DATABASE_URL } from '../helpers.ts'
 
 let database: Database | undefined
@@ -25,3 +25,27 @@ test.skipIf(!REAL_DATABASE_URL)('the query after one that failed mid-rows on the
     await reader.close()
   }
 })
+
+// Also patched: a query cancelled before the pool handed it to a connection (its handler runs a microtask after
+// then(), and a request's deadline can fire in between) left that connection marked busy with nothing running, so
+// every later query on a one-connection reader waited forever.
+test.skipIf(!REAL_DATABASE_URL)('a read cancelled before it reached a connection leaves the connection to the next read', async () => {
+  const reader = database!.openReader({ connections: 1, statementTimeoutMs: 10_000 })
+  /** The read's outcome, or "still waiting" if it has none after 10 s: the bug was a wait without end. */
+  const outcome = (read: Promise<{ v: string }[]>) => Promise.race([
+    read.then((rows) => rows.map((r) => r.v).join(), (error: Error) => (error instanceof ReadCancelled ? 'cancelled' : error.message)),
+    Bun.sleep(10_000).then(() => 'still waiting'),
+  ])
+  try {
+    for (const abortedAt of ['before the read', 'as it starts']) {
+      const controller = new AbortController()
+      if (abortedAt === 'before the read') controller.abort()
+      const cancelled = reader.query<{ v: string }>(`select 'cancelled' as v`, [], controller.signal)
+      controller.abort()
+      expect({ abortedAt, outcome: await outcome(cancelled) }).toEqual({ abortedAt, outcome: 'cancelled' })
+      expect({ abortedAt, outcome: await outcome(reader.query<{ v: string }>(`select 'next' as v`, [], new AbortController().signal)) }).toEqual({ abortedAt, outcome: 'next' })
+    }
+  } finally {
+    await reader.close()
+  }
+}, 30_000)
