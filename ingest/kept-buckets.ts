@@ -195,7 +195,9 @@ export class KeptBuckets {
       while (m < final && !(whole(m + 1) && (fresh(this.kept.get(keyOf(m + 1)), m + 1) || joinable(m + 1)))) m++
       const runFrom = Math.max(filter.from, bucketStart(interval, n))
       const runTo = Math.min(filter.to, bucketStart(interval, m + 1))
-      const runAfter = after && after[0] >= runFrom ? after : undefined
+      // `after` is in this run where its bucket is: a window starting inside its first bucket labels that bucket
+      // before `from`, and comparing it with the run's start left the run to begin again at the bucket's first row.
+      const runAfter = after && after[0] >= bucketStart(interval, n) ? after : undefined
       const wanted = limit - out.length
       const keepFrom = Math.max(n, first)
       const keepTo = Math.min(m, last)

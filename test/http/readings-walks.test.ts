@@ -178,6 +178,28 @@ for (const { name, overrides, drop } of stores) {
       await compareWalks('rollups caught up')
     }, 60_000)
 
+    test('a window starting inside its first bucket, walked a row a page: each row once (the bucket is labelled before the window)', async () => {
+      const owner = await env.account({ scopes: ['environment:read'] })
+      // A Tuesday, 06:00: inside its month, its week (from Monday) and its day.
+      const ts = Date.UTC(2025, 5, 3, 6)
+      await env.deps.readings.write(['t1', 'x1', 'y1'].map((channel) => ({ accountId: owner.accountId, deviceId: `dev_${owner.accountId}`, channel, ts, value: 0.5, metric: 'temperature', environmentId: 'env_1' })))
+      if (env.deps.readings.kind === 'questdb') await env.deps.readings.refreshRollups?.(0)
+      for (const interval of ['1mo', '1w', '1d']) {
+        const rows: string[] = []
+        let cursor = ''
+        // At most one page more than the rows: the bug walked the first row again and again.
+        for (let pages = 0; pages < 5; pages++) {
+          const res = await env.request('GET', `/api/v1/environment/readings?from=${iso(ts)}&to=${iso(ts + 60 * 24 * H)}&interval=${interval}&agg=last&limit=1${cursor}`, { token: owner.token })
+          const page = await res.json() as { data: Row[]; next_cursor: string | null }
+          rows.push(...page.data.map((r) => `${r.ts} ${r.channel}`))
+          if (!page.next_cursor) break
+          cursor = `&cursor=${page.next_cursor}`
+        }
+        const bucket = { '1mo': Date.UTC(2025, 5, 1), '1w': Date.UTC(2025, 5, 2), '1d': Date.UTC(2025, 5, 3) }[interval]!
+        expect({ interval, rows }).toEqual({ interval, rows: ['t1', 'x1', 'y1'].map((channel) => `${iso(bucket)} ${channel}`) })
+      }
+    })
+
     test('random data, interval, fill, group_by, agg, window and limit; JSON and CSV', async () => {
       let runs = 0
       await fc.assert(fc.asyncProperty(readingsArbitrary, questionArbitrary, async (data, shape) => {
