@@ -284,7 +284,7 @@ for (const { name, overrides, drop } of stores) {
           if (++files > oracle.length + 2) throw new Error(`the CSV walk runs past ${oracle.length} rows (${params}, limit ${limit})`)
         } while (fileCursor)
         expect({ params: String(params), limit, csv: body }).toEqual({ params: String(params), limit, csv: file.text.slice(header.length) })
-      }), { numRuns: Number(process.env.WALK_RUNS ?? 25), seed: process.env.WALK_SEED ? Number(process.env.WALK_SEED) : undefined })
+      }), { numRuns: Number(process.env.WALK_RUNS ?? 100), seed: process.env.WALK_SEED ? Number(process.env.WALK_SEED) : undefined })
       expect(runs).toBeGreaterThanOrEqual(1)
     }, 120_000)
   })
