@@ -40,7 +40,7 @@ import { byteOrder, NO_DEADLINE, type LatestPosition, type RawRow, type Readings
 
 const EPOCH_KEY = 'readings-latest:epoch'
 const EPOCH_MS = 30 * 86_400_000
-/** How long a writer uses the epoch it read: one read a second, not one per write (an old one only costs fallbacks). */
+/** How long a read uses the epoch it read or made where the shared store held none (requests asking at once share it). */
 const EPOCH_REUSE_MS = 1_000
 /** An entry lasts this long after its last raise: a series silent longer is read from the store, and seeded again. */
 const ENTRY_MS = 7 * 86_400_000
@@ -194,10 +194,11 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
       }
       // In the order of each series' newest reading in the batch: of two series taking over one time, the later's
       // entry is raised last, and removes the earlier's.
-      const entries = [...written].sort(([, a], [, b]) => a.newest - b.newest).map(([id, { newest, oldest }]): RaisedEntry => {
-        const r = readings[newest]!
-        return [entryKey(id), r.ts, String(r.value), channelGroup(ids.channels[newest]!), oldest]
-      })
+      const entries: RaisedEntry[] = []
+      for (let i = 0; i < readings.length; i++) {
+        const series = written.get(ids.series[i]!)!
+        if (series.newest === i) entries.push([entryKey(ids.series[i]!), readings[i]!.ts, String(readings[i]!.value), channelGroup(ids.channels[i]!), series.oldest])
+      }
       await shared.raiseEntries(entries, ENTRY_MS)
       outage.wrote()
     },

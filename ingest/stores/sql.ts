@@ -44,7 +44,8 @@ const NOT_IN_LEGACY = `where not exists (select 1 from reading_channels c join s
 // drizzle's postgres.js set-up passes timestamptz values through unserialised, which breaks arrays of them.
 // Skipping what is stored, a reading sent twice in one batch (perhaps under the channel's new mapping, so another
 // series) is stored as it came first: rows with one key go in in the batch's order (`n`), where the sort alone left
-// which of them Postgres met first to chance, and the same batch could store either (test/http/readings-kept-latest.test.ts).
+// which of them Postgres met first to chance, and the same batch could store either
+// (test/unit/readings-stores.test.ts).
 const insert = (onConflict: string, legacy: boolean) => `with ins as (
   insert into readings (channel_id, series_id, ts, value)
   select ch, s, timestamptz 'epoch' + t * interval '1 millisecond', v
