@@ -93,7 +93,11 @@ export const ingestLineproto: Scenario = async (ctx) => {
     const visible = table ? (await waitForCount(table, stored)).count : undefined
 
     const rate = (load: LoadResult) => load.readingsPerSecond
-    const cpu = (load: LoadResult) => (load.watched.server! * 1e6) / load.readingsPerSecond
+    const cpuPerReading = (cores: number, load: LoadResult) => (cores * 1e6) / load.readingsPerSecond
+    const perReading = (load: LoadResult, name: string) => cpuPerReading(load.watched[name]!, load)
+    /** What storing a reading costs on our side of the comparison: our server and the QuestDB behind it. */
+    const storeSide = (load: LoadResult) => perReading(load, 'server') + perReading(load, 'questdb')
+    const cpu = (load: LoadResult) => perReading(load, 'server')
     const peerRatio = (r: Round) => rate(r.lineProtocol) / rate(r.influx)
     const middle = medianBy(rounds, peerRatio)
     const aloneRatio = (r: Round) => rate(r.questdbAlone!) / rate(r.influx)
@@ -110,6 +114,8 @@ export const ingestLineproto: Scenario = async (ctx) => {
           `information: the same round as the line above; ${common}`, statsOf(middle.json, 202, run.peakRssMiB)),
         ...(questdb ? [line(NAME, 'readings/s: QuestDB\'s own /write ÷ InfluxDB 1.6 /write (same bodies, nothing in front)', rate(medianBy(rounds, aloneRatio).questdbAlone!), rate(medianBy(rounds, aloneRatio).influx), 'rows/s', undefined, 'target',
           `information: the median of ${ROUNDS} rounds' ratios (${rounds.map((r) => aloneRatio(r).toFixed(2)).join(', ')}); QuestDB's /write ${rounds.map((r) => `${(rate(r.questdbAlone!) / 1000).toFixed(0)}k`).join(', ')} readings/s, its JVM ${rounds.map((r) => `${r.questdbAlone!.watched.questdb!.toFixed(2)}`).join(', ')} cores; our v2 endpoint ÷ QuestDB's /write ${rounds.map((r) => (rate(r.lineProtocol) / rate(r.questdbAlone!)).toFixed(2)).join(', ')}; ${common}`)] : []),
+        ...(questdb ? [line(NAME, 'CPU per reading, µs: our server and QuestDB together (influxd beside)', storeSide(middle.lineProtocol), perReading(middle.influx, 'influx'), 'µs', undefined, 'target',
+          `information: the median round of the first line; 1.3× InfluxDB's readings/s on the same cores needs our side at most influxd's ÷ 1.3 (${(perReading(middle.influx, 'influx') / 1.3).toFixed(2)} µs), the generator's share per reading being the same bodies'; per round ours (our server + QuestDB's JVM) / influxd: ${rounds.map((r) => `${storeSide(r.lineProtocol).toFixed(2)} (${perReading(r.lineProtocol, 'server').toFixed(2)} + ${perReading(r.lineProtocol, 'questdb').toFixed(2)}) / ${perReading(r.influx, 'influx').toFixed(2)}`).join(', ')} µs; the generator ${rounds.map((r) => `${cpuPerReading(r.lineProtocol.cpu, r.lineProtocol).toFixed(2)} / ${cpuPerReading(r.influx.cpu, r.influx).toFixed(2)}`).join(', ')} µs; QuestDB's JVM counted over the round's window only (its WAL applied after the window is not in it)`)] : []),
         line(NAME, 'server CPU per reading, µs: line protocol (JSON beside)', cpu(middleCpu.lineProtocol), cpu(middleCpu.json), 'µs', undefined, 'target',
           `information: the round with the median ratio; per round line protocol / JSON: ${rounds.map((r) => `${cpu(r.lineProtocol).toFixed(1)} / ${cpu(r.json).toFixed(1)}`).join(', ')} µs`),
       ],
