@@ -350,7 +350,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       if (query.latest) {
         const latestAfter = position ? [String(position[2]), String(position[3])] as [string, string] : undefined
         const rows = await sharedRead(JSON.stringify(['latest', rowLimit + 1, latestAfter ?? null]), (signal) => store.latest(filter, rowLimit + 1, latestAfter, signal), false, request.signal)
-        return jsonPage(toPage(rows, rowLimit, deps.cursors, scope, (r) => [...window, r.device_id, r.channel], (r) => r), set.headers)
+        return jsonPage(toPage(rows, rowLimit, deps.cursors, scope, (r) => [...window, r.device_id, r.channel], presenter()), set.headers)
       }
       const after = position ? [Number(position[2]), String(position[3]), String(position[4])] as BucketPosition : undefined
       if (!csv) {
@@ -358,7 +358,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
         // says which rows a page holds, so a page read ahead under that key is the page asked for.
         const pageKey = (pageCursor: string) => `${accountId}\u0000${rowLimit}\u0000${pageCursor}`
         const rows = (cursor ? await readAhead.take(pageKey(cursor)) : undefined) ?? await fetchRows(rowLimit + 1, after)
-        const page = toPage(rows, rowLimit, deps.cursors, scope, (r) => [...window, ...positionKey(r, groupBy)], (r) => r)
+        const page = toPage(rows, rowLimit, deps.cursors, scope, (r) => [...window, ...positionKey(r, groupBy)], presenter())
         // From a walk's second page on; from the first too where the query is bucketed and light (READINGS_HEAVY_ROWS
         // bounds all its rows, so a page read for nothing is small, and it holds none of the account's slots). A
         // year's daily buckets (two pages) on QuestDB 7.4.2 walked in 47.1 ms this way against 53.2 ms (medians of four
@@ -532,42 +532,26 @@ function instantText(): (ms: number) => string {
   return (ms) => (ms === lastMs ? lastText : (lastText = new Date((lastMs = ms)).toISOString()))
 }
 
-/** A row as the API shows it, `ts` as text. */
-type PresentedRow = Omit<Row, 'ts'> & { ts: string }
-const isoOfRow = instantText()
-
 /**
- * Each row's JSON text, made once per row object: a kept bucket's rows (kept-buckets.ts) are the same objects in every
- * answer built from them, and rows are not changed once answered. At the dense site (issue 57) JSON.stringify of
- * whole pages was 31 % of the server's CPU samples during the phase (BENCH_PROFILE=1 bun run bench dense --store sql,
- * 2 days); a 10,000-row page of kept rows is 1.3 ms this way against 4.6 ms stringified whole (scratch loop, Bun 1.4.5).
+ * A row as the API shows it, `ts` as text: one presenter per page. Every row is the same literal (a field a row lacks
+ * is undefined, which JSON leaves out), so its fields come in one order whatever the row's source.
  */
-const rowTexts = new WeakMap<Row, string>()
-function rowText(row: Row): string {
-  let text = rowTexts.get(row)
-  if (text === undefined) {
-    // One literal for every row (a field a row lacks is undefined, which JSON leaves out): its fields come in one
-    // order whatever the row's source.
-    text = JSON.stringify({
-      ts: isoOfRow(row.ts), device_id: row.device_id, channel: row.channel, metric: row.metric, environment_id: row.environment_id,
-      value: row.value, avg: row.avg, min: row.min, max: row.max, last: row.last, count: row.count,
-    })
-    rowTexts.set(row, text)
-  }
-  return text
+type PresentedRow = Omit<Row, 'ts'> & { ts: string }
+function presenter(): (row: Row) => PresentedRow {
+  const isoOf = instantText()
+  return (row: Row) => ({
+    ts: isoOf(row.ts), device_id: row.device_id, channel: row.channel, metric: row.metric, environment_id: row.environment_id,
+    value: row.value, avg: row.avg, min: row.min, max: row.max, last: row.last, count: row.count,
+  })
 }
 
 /**
- * A page sent as it is, the text JSON.stringify gives the page with its rows presented: its rows are ours, typed
- * against ReadingRow here and checked against the published schema by the tests (test/http/readings-*.test.ts), so
- * Elysia's check of every field of every row (a quarter of the CPU of a 10,000-row page, most of it the date-time
- * pattern) is not run per request.
+ * A page sent as it is: its rows are ours, typed against ReadingRow here and checked against the published schema by
+ * the tests (test/http/readings-*.test.ts), so Elysia's check of every field of every row (a quarter of the CPU of a
+ * 10,000-row page, most of it the date-time pattern) is not run per request.
  */
-function jsonPage(page: Page<Row>, headers: Record<string, unknown>): Page<PresentedRow> {
-  const rows = new Array<string>(page.data.length)
-  for (let i = 0; i < rows.length; i++) rows[i] = rowText(page.data[i]!)
-  const text = `{"data":[${rows.join(',')}],"has_more":${page.has_more},"next_cursor":${JSON.stringify(page.next_cursor)}}`
-  const response = new Response(text, { status: 200, headers: { ...(headers as Record<string, string>), 'content-type': 'application/json;charset=utf-8' } })
+function jsonPage(page: Page<PresentedRow>, headers: Record<string, unknown>): Page<PresentedRow> {
+  const response = new Response(JSON.stringify(page), { status: 200, headers: { ...(headers as Record<string, string>), 'content-type': 'application/json;charset=utf-8' } })
   // Elysia types a handler's answer as one shape; a Response is sent as it is, outside the JSON schema.
   return response as unknown as Page<PresentedRow>
 }
