@@ -69,8 +69,9 @@ export const dense: Scenario = async (ctx) => {
   const dashboards = num('BENCH_DENSE_DASHBOARDS', 50)
   const seconds = ctx.seconds
   const table = store === 'questdb' ? freshTableName('dense') : undefined
-  // The service's READINGS_* settings given to the bench reach the server, for comparing them (READINGS_KEPT_ROWS=0).
-  const readingsSettings = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('READINGS_') && e[1] !== undefined))
+  // The service's READINGS_* settings and WORKERS given to the bench reach the server, for comparing them
+  // (READINGS_KEPT_ROWS=0, WORKERS=2).
+  const readingsSettings = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => (e[0].startsWith('READINGS_') || e[0] === 'WORKERS') && e[1] !== undefined))
   const env: Record<string, string> = { DEVICE_RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_MINUTE: '1000000', READINGS_RETENTION_DAYS: '0', ...readingsSettings, ...(table ? { QUESTDB_ILP, QUESTDB_PG_URL, QUESTDB_TABLE: table } : {}) }
   try {
     return await onRecordsServer(ctx, `${NAME}-${store}`, { demo: false, bare: false, env }, async ({ api, local }) => {
