@@ -333,7 +333,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       const series = await deps.series.count(filter)
       const catalogue: CatalogueScope = { series, metrics: spec?.groupBy === 'metric' ? await deps.series.metrics(filter) : [] }
       // One more row than the page or file: whether the listing goes on.
-      const { heavy } = planQuery(shape, series, from, to, { limits: deps.config.readingsQueries, levels: store.rollupLevels, retention: deps.config.readingsRetention, now: Date.now() }, rowLimit + 1)
+      const { bound, heavy } = planQuery(shape, series, from, to, { limits: deps.config.readingsQueries, levels: store.rollupLevels, retention: deps.config.readingsRetention, now: Date.now() }, rowLimit + 1)
       const read = <T>(work: (signal: AbortSignal) => Promise<T>, waitForSlot = false, clientGone = request.signal) => underDeadline(deps, heavyLanes, clientGone, accountId, heavy, waitForSlot, work)
       // What decides a read's rows, with the account first (shared-reads.ts): the filter (the account, the window, the
       // filters) and the aggregation; a read's own key adds its page position and size.
@@ -393,7 +393,10 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       let next: BucketPosition | undefined
       if (firstStep.length > firstStepRows) {
         if (fileLimit === firstStepRows) next = positionKey(firstStep[fileLimit - 1]!, groupBy)
-        else {
+        // Buckets the catalogue says cannot fill the file (bound: a row per series per bucket of the window) end with
+        // the listing: looking for the file's last row would read the whole listing once more, in one read, before a
+        // byte is sent (issue 57's export, 676,000 hourly rows in a file of 1,000,000, ran out of its 5 s there).
+        else if (!(spec && bound <= fileLimit)) {
           // A file of several steps: its last row and the one after it, found first (the store skips to them).
           const edge = await fetchRows(2, after, fileLimit - 1)
           if (edge.length === 2) next = positionKey(edge[0]!, groupBy)

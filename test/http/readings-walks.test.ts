@@ -200,6 +200,40 @@ for (const { name, overrides, drop } of stores) {
       }
     })
 
+    test('a CSV file its buckets cannot fill ends with the listing, without reading the listing once more to find its end', async () => {
+      const owner = await env.account({ scopes: ['environment:read'] })
+      const start = Date.UTC(2025, 6, 7)
+      // 4 series × 10 hourly buckets: at most 40 rows, read in steps of 4 (csvStepRows above).
+      const readings: Reading[] = []
+      for (let h = 0; h < 10; h++) {
+        for (const channel of ['t1', 't2', 't3', 't4']) readings.push({ accountId: owner.accountId, deviceId: `dev_${owner.accountId}`, channel, ts: start + h * H + 7 * MIN, value: h + 0.25, metric: 'temperature', environmentId: 'env_1' })
+      }
+      await env.deps.readings.write(readings)
+      if (env.deps.readings.kind === 'questdb') await env.deps.readings.refreshRollups?.(0)
+      const real = env.deps.readings.buckets
+      const skips: number[] = []
+      env.deps.readings.buckets = (filter, spec, limit, after, skip, signal) => {
+        if (skip) skips.push(skip)
+        return real(filter, spec, limit, after, skip, signal)
+      }
+      try {
+        const file = async (limit: number) => {
+          skips.length = 0
+          const res = await env.request('GET', `/api/v1/environment/readings?from=${iso(start)}&to=${iso(start + 10 * H)}&interval=1h&agg=avg&format=csv&limit=${limit}`, { token: owner.token })
+          expect(res.status).toBe(200)
+          const lines = (await res.text()).split('\r\n').filter(Boolean)
+          return { rows: lines.length - 1, next: res.headers.get('next-cursor') !== null, skipped: skips.length > 0 }
+        }
+        // 40 rows at most, a file of 40 or more: it holds them all, and nothing read skips rows to find the file's end.
+        expect(await file(40)).toEqual({ rows: 40, next: false, skipped: false })
+        expect(await file(1000)).toEqual({ rows: 40, next: false, skipped: false })
+        // A file of 30: its end is found first (the store skips to its last row), and the next file's cursor sent.
+        expect(await file(30)).toEqual({ rows: 30, next: true, skipped: true })
+      } finally {
+        env.deps.readings.buckets = real
+      }
+    })
+
     test('random data, interval, fill, group_by, agg, window and limit; JSON and CSV', async () => {
       let runs = 0
       await fc.assert(fc.asyncProperty(readingsArbitrary, questionArbitrary, async (data, shape) => {
