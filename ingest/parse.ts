@@ -10,13 +10,22 @@ export const MAX_READINGS_PER_BATCH = 5000
 export const MAX_PING_CHANNELS = 32
 /** The body of POST /sensors/readings and the payload of MQTT's devices/{id}/readings: one schema for both. */
 export const ReadingsBatch = t.Object({
-  readings: t.Array(t.Unknown({ description: 'A reading `{ channel, value, ts? }`; each is checked on its own.' }), { minItems: 1, maxItems: MAX_READINGS_PER_BATCH }),
+  readings: t.Array(t.Unknown({ description: 'A reading `{ channel, value, ts? }`; each is checked on its own. `value` is a finite number of magnitude at most 2^360 (about 2.35e108, the bound Amazon CloudWatch puts on its metric values), so that every bucket\'s sum stays finite; beyond it the reading is rejected as `invalid_value`.' }), { minItems: 1, maxItems: MAX_READINGS_PER_BATCH }),
 }, { additionalProperties: false, $id: '#/components/schemas/ReadingsBatch' })
 
 const CHANNEL = /^[A-Za-z0-9_.-]{1,32}$/
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|z|[+-]\d{2}:\d{2})$/
 /** A number as JSON writes it: what a ping's text value must be (`Number()` would also take `0x10`, `0b11`, ` 5`). */
 const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/
+/**
+ * The largest magnitude a reading's value may have: 2^360 (about 2.35e108), the bound Amazon CloudWatch puts on
+ * PutMetricData values. Any finite double could be stored, but every bucket's sum must stay finite: two readings of
+ * 1.7e308 in one minute overflowed Postgres's float8 sum and failed the whole group-commit batch, other accounts'
+ * readings with it. Under this bound a sum stays finite for up to 2^663 readings.
+ */
+export const MAX_READING_MAGNITUDE = 2 ** 360
+/** Whether a number may be a reading's value: finite and within MAX_READING_MAGNITUDE (NaN compares false). */
+export const isReadingValue = (value: number) => value <= MAX_READING_MAGNITUDE && value >= -MAX_READING_MAGNITUDE
 /** Epoch-millisecond timestamps before 2000 are almost certainly seconds or garbage. */
 export const MIN_READING_TS = Date.UTC(2000, 0, 1)
 
@@ -26,7 +35,7 @@ export interface Rejection { index: number; code: RejectCode; message: string }
 const MESSAGES: Record<RejectCode, string> = {
   invalid_reading: 'must be an object with channel, value and optional ts, and nothing else',
   invalid_channel: 'channel must be 1–32 characters of A–Z, a–z, 0–9, _ . -',
-  invalid_value: 'value must be a finite number',
+  invalid_value: 'value must be a finite number of magnitude at most 2^360 (about 2.35e108)',
   invalid_timestamp: 'ts must be an RFC 3339 date-time of a real calendar day and time, or epoch milliseconds',
   timestamp_in_future: 'ts lies more than 5 minutes in the future',
   duplicate_reading: 'another reading in this batch has the same channel and ts',
@@ -85,7 +94,7 @@ export function parseBatch(items: readonly unknown[], device: DeviceInfo, now: n
     // A configured channel's key has the same shape (the device schema's pattern): only unknown ones are tested.
     const mapping = device.channels.get(channel)
     if (!mapping && !CHANNEL.test(channel)) { reject(index, 'invalid_channel'); continue }
-    if (typeof value !== 'number' || !Number.isFinite(value)) { reject(index, 'invalid_value'); continue }
+    if (typeof value !== 'number' || !isReadingValue(value)) { reject(index, 'invalid_value'); continue }
     const ts = parseTimestamp(item.ts, now)
     if (typeof ts === 'string') { reject(index, ts); continue }
     if (!seen) {
@@ -128,7 +137,7 @@ export function parsePing(fields: Record<string, unknown>, device: DeviceInfo, n
     // A configured channel's key has the same shape (the device schema's pattern): only unknown ones are tested.
     const mapping = device.channels.get(channel)
     if (!mapping && !CHANNEL.test(channel)) (channelProblems ??= []).push({ path: `${where}/${channel}`, message: MESSAGES.invalid_channel })
-    else if (!Number.isFinite(value)) (channelProblems ??= []).push({ path: `${where}/${channel}`, message: MESSAGES.invalid_value })
+    else if (!isReadingValue(value)) (channelProblems ??= []).push({ path: `${where}/${channel}`, message: MESSAGES.invalid_value })
     else if (typeof ts === 'number') readings.push(reading(device, mapping, channel, value, ts, unmapped))
   }
   const problems: PingProblem[] = []

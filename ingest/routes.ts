@@ -50,7 +50,7 @@ const Accepted = t.Object({
 const PingFields = t.Object({
   key: t.Optional(t.String({ description: 'The device key, for firmware that cannot set headers (kept out of logs).' })),
   ts: t.Optional(t.String({ description: 'RFC 3339 or epoch milliseconds; default: now.' })),
-}, { additionalProperties: t.String(), description: `Every other field is a channel and its value, e.g. \`t1=27.5&h1=61\` (at most ${MAX_PING_CHANNELS}).` })
+}, { additionalProperties: t.String(), description: `Every other field is a channel and its value, e.g. \`t1=27.5&h1=61\` (at most ${MAX_PING_CHANNELS}); a value is a number as JSON writes it, of magnitude at most 2^360.` })
 const PingBody = t.Object({
   key: t.Optional(t.String()),
   ts: t.Optional(t.Union([t.String(), t.Integer()])),

@@ -2,9 +2,9 @@
 // series (series-channel.ts), mapped through the device's configuration exactly as a JSON reading is (parse.ts).
 import type { Reading } from '../stores/interface.ts'
 import type { ChannelMapping, DeviceInfo } from '../devices.ts'
-import { MIN_READING_TS, type Parsed } from '../parse.ts'
+import { isReadingValue, MIN_READING_TS, type Parsed } from '../parse.ts'
 import { MAX_FUTURE_MS } from '../../src/records/rules.ts'
-import { lineText, type LineError, type ParsedLines } from './line-protocol.ts'
+import { lineText, type LineError, type NumericField, type ParsedLines } from './line-protocol.ts'
 import { seriesChannel } from './series-channel.ts'
 
 export interface LineReadings {
@@ -35,6 +35,11 @@ export function linesToReadings(body: string, lines: ParsedLines, device: Device
       errors.push({ line: point.line, text: lineText(body, point.start, point.end), reason: ts < MIN_READING_TS ? 'timestamp before 2000-01-01 (check the precision)' : 'timestamp more than 5 minutes in the future (check the precision)' })
       continue
     }
+    const beyond = fieldBeyondReadings(point.fields)
+    if (beyond) {
+      errors.push({ line: point.line, text: lineText(body, point.start, point.end), reason: `value of field key "${beyond.key}" is beyond what a reading holds (a finite number of magnitude at most 2^360)` })
+      continue
+    }
     const { series } = point
     for (const field of point.fields) {
       // Kept with the series (the parser's SeriesCache): a collector's next write costs a lookup, not a hash.
@@ -59,4 +64,10 @@ export function linesToReadings(body: string, lines: ParsedLines, device: Device
   }
   errors.sort((a, b) => a.line - b.line)
   return { parsed: { readings, rejected: [], unmapped }, errors }
+}
+
+/** A field whose value InfluxDB would take but a reading may not hold (parse.ts: bucket sums must stay finite). */
+function fieldBeyondReadings(fields: readonly NumericField[]): NumericField | undefined {
+  for (let i = 0; i < fields.length; i++) if (!isReadingValue(fields[i]!.value)) return fields[i]
+  return undefined
 }

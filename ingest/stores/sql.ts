@@ -120,10 +120,13 @@ const seriesCte = (filter: ReadingsFilter, params: unknown[]) => `select id, cha
 
 interface ScopedSeries { id: number; channel_id: number; device_id: string; channel: string; metric: string | null; environment_id: string | null }
 
-// `last` across series: the value at the latest time, the greatest of them when several series share that time.
+// Each aggregate's columns. `avg` comes back as its sum and count, divided where rows are read (buckets()): Postgres refuses a
+// float8 quotient that underflows to zero (`value out of range: underflow`, a bucket of subnormal readings such as
+// 5e-324 ÷ 2), which failed the whole read; JavaScript rounds it as raw readings and the QuestDB store do. `last`
+// across series: the value at the latest time, the greatest of them when several series share that time.
 const AGGREGATE_SQL: Record<Aggregate, string> = {
-  avg: 'sum(p.sum order by p.series_id, p.o) / sum(p.count)', min: 'min(p.min)', max: 'max(p.max)', count: 'sum(p.count)::int',
-  last: '(array_agg(p.last_value order by p.last_ts desc, p.last_value desc))[1]',
+  avg: 'sum(p.sum order by p.series_id, p.o) as avg_sum, sum(p.count) as avg_count', min: 'min(p.min) as "min"', max: 'max(p.max) as "max"', count: 'sum(p.count)::int as "count"',
+  last: '(array_agg(p.last_value order by p.last_ts desc, p.last_value desc))[1] as "last"',
 }
 
 /**
@@ -170,7 +173,7 @@ function numberGroups(series: readonly ScopedSeries[], groupBy: AggregationSpec[
 const byBucketAndGroup = (a: Record<string, unknown>, b: Record<string, unknown>) => (a.t as number) - (b.t as number) || (a.g as number) - (b.g as number)
 
 /** Each aggregate of one rollup row standing for its bucket as it is: a level as wide as the interval, one series per group. */
-const ROW_AGGREGATE_SQL: Record<Aggregate, string> = { avg: 'r.sum / r.count', min: 'r.min', max: 'r.max', count: 'r.count', last: 'r.last_value' }
+const ROW_AGGREGATE_SQL: Record<Aggregate, string> = { avg: 'r.sum as avg_sum, r.count as avg_count', min: 'r.min as "min"', max: 'r.max as "max"', count: 'r.count as "count"', last: 'r.last_value as "last"' }
 
 /**
  * How the groups of a listing relate to its series: `one` when each group is one series (a device channel whose
@@ -197,7 +200,7 @@ function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, groups: Group
   const asIs = (piece: Piece) => groups === 'one' && rowPerBucket(piece, spec.interval)
   const parts: string[] = []
   for (const piece of pieces.filter(asIs)) {
-    parts.push(`select date_part('epoch', r.bucket) * 1000 as t, s.g, ${spec.aggregates.map((a) => `${ROW_AGGREGATE_SQL[a]} as "${a}"`).join(', ')}
+    parts.push(`select date_part('epoch', r.bucket) * 1000 as t, s.g, ${spec.aggregates.map((a) => ROW_AGGREGATE_SQL[a]).join(', ')}
       from reading_rollups_${piece.level} r join s on s.id = r.series_id
       where r.series_id = any($1::int4[]) and r.bucket >= $${params.push(iso(piece.from))}::timestamptz and r.bucket < $${params.push(iso(piece.to))}::timestamptz`)
   }
@@ -207,7 +210,7 @@ function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, groups: Group
     const combined = rest.map((piece) => pieceSql(piece, interval, params))
     const bucket = BUCKET_OF[spec.interval]?.('p.b') ?? 'p.b'
     const selected = [
-      ...spec.aggregates.map((a) => `${AGGREGATE_SQL[a]} as "${a}"`),
+      ...spec.aggregates.map((a) => AGGREGATE_SQL[a]),
       // An ordered aggregate sorts within each group: a third of the statement's time on a page of 10,000 rows.
       ...(groups === 'several' ? ['(array_agg(p.series_id order by p.last_ts desc))[1] as latest'] : []),
     ].join(', ')
@@ -328,7 +331,7 @@ export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_REA
         const row: BucketRow = spec.groupBy === 'metric'
           ? { ts: Number(r.t), metric: key[0], environment_id: filter.environmentId ?? null }
           : seriesRow(Number(r.t), key, shape === 'several' ? byId.get(Number(r.latest)) : groups.firstOf[Number(r.g) - 1])
-        for (const a of spec.aggregates) row[a] = num(r[a])
+        for (const a of spec.aggregates) row[a] = a === 'avg' ? Number(r.avg_sum) / Number(r.avg_count) : num(r[a])
         return row
       })
     },

@@ -76,6 +76,32 @@ describe('POST /sensors/readings', () => {
     expect(await stored(device.id)).toHaveLength(2)
   })
 
+  test('values up to 2^360 are kept; beyond it they are rejected, and one device\'s extreme values never fail another account\'s readings', async () => {
+    const { owner, device } = await setup()
+    const other = await setup()
+    const ts = Date.UTC(2026, 10, 21, 10, 0, 0)
+    const max = 2 ** 360
+    // Two readings at the bound in one minute: their sums stay finite in every rollup, and the batch is stored.
+    const edge = await submit(device, { readings: [{ channel: 't1', value: max, ts }, { channel: 't1', value: max, ts: ts + 1000 }, { channel: 'h1', value: -max, ts }] })
+    expect(await edge.json()).toEqual({ accepted: 3, rejected: [] })
+    // Past the bound: rejected by index, while another account's batch sent at the same time is stored.
+    const [beyond, neighbour] = await Promise.all([
+      submit(device, { readings: [{ channel: 't1', value: 1.7e308, ts: ts + 2000 }, { channel: 't1', value: -max * 2, ts: ts + 3000 }, { channel: 't1', value: 1, ts: ts + 4000 }] }),
+      submit(other.device, { readings: [{ channel: 't1', value: 21.5, ts: ts + 2000 }] }),
+    ])
+    expect(beyond.status).toBe(202)
+    expect((await beyond.json()).rejected).toEqual([
+      { index: 0, code: 'invalid_value', message: 'value must be a finite number of magnitude at most 2^360 (about 2.35e108)' },
+      { index: 1, code: 'invalid_value', message: 'value must be a finite number of magnitude at most 2^360 (about 2.35e108)' },
+    ])
+    expect(await neighbour.json()).toEqual({ accepted: 1, rejected: [] })
+    expect((await stored(device.id)).map((r) => r.value)).toEqual([-max, max, max, 1])
+    expect((await stored(other.device.id)).map((r) => r.value)).toEqual([21.5])
+    await problem(await env.request('GET', `/api/v1/sensors/ping?key=${device.key}&t1=1e200`), 422, 'validation_failed')
+    const hour = await (await env.request('GET', `/api/v1/environment/readings?from=${new Date(ts).toISOString()}&to=${new Date(ts + 3_600_000).toISOString()}&interval=1h&agg=avg,count&channel=t1`, { token: owner.token })).json()
+    expect(hour.data.map((b: any) => [b.avg, b.count])).toEqual([[(max + max + 1) / 3, 3]])
+  })
+
   test('whole-request problems: malformed JSON, wrong shape, too many readings, too large, wrong media type', async () => {
     const { device } = await setup()
     await problem(await submit(device, '{"readings": [', { 'content-type': 'application/json' }), 400, 'malformed_json')
@@ -181,6 +207,24 @@ describe('GET /environment/readings', () => {
     await problem(await q('interval=2h'), 400, 'invalid_parameter')
     await problem(await q('agg=median&interval=1h'), 400, 'invalid_parameter')
     await problem(await q('limit=10001'), 400, 'invalid_parameter')
+  })
+
+  test('a bucket of subnormal readings averages as its raw readings do, from rollups and from raw rows alike', async () => {
+    // 5e-324 and 0 average to 2.5e-324, which rounds to 0: Postgres refuses that quotient (underflow) if it divides.
+    const { owner, device } = await setup()
+    const base = Date.UTC(2026, 10, 22, 10, 0, 0)
+    const values = [5e-324, 0, -5e-324, 5e-324]
+    const readings = values.map((value, i) => ({ channel: 't1', value, ts: base + i * 20_000 }))
+    expect(await (await submit(device, { readings })).json()).toEqual({ accepted: 4, rejected: [] })
+    const window = `from=${new Date(base).toISOString()}&to=${new Date(base + 86_400_000).toISOString()}`
+    for (const interval of ['1m', '5m', '1h', '1d']) {
+      const res = await env.request('GET', `/api/v1/environment/readings?${window}&interval=${interval}&agg=avg,min,max,count`, { token: owner.token })
+      expect(res.status).toBe(200)
+      const [bucket] = (await res.json()).data
+      const rawFirstMinute = interval === '1m' ? values.slice(0, 3) : values
+      const sum = rawFirstMinute.reduce((a, b) => a + b, 0)
+      expect([bucket.avg, bucket.min, bucket.max, bucket.count]).toEqual([sum / rawFirstMinute.length, -5e-324, 5e-324, rawFirstMinute.length])
+    }
   })
 
   test("another account sees none of these readings, even filtering by the device's id", async () => {
