@@ -10,7 +10,7 @@
 import { cpus } from 'node:os'
 import postgres from 'postgres'
 import { newId } from '../../src/ids.ts'
-import { cpuWindow } from '../lib/proc.ts'
+import { cpuWindow, peakRssMiB } from '../lib/proc.ts'
 import { pidsNamed } from '../lib/load.ts'
 import { dropTable, exec, freshTableName, QUESTDB_HTTP, QUESTDB_ILP, QUESTDB_PG_URL, questdbAnswers, questdbJava, questdbSetup, waitForCount } from '../lib/questdb.ts'
 import { API, call, onRecordsServer } from '../lib/records.ts'
@@ -249,6 +249,7 @@ export const dense: Scenario = async (ctx) => {
         const clientLag = `the bench client's event loop late by p99 ${quantile(clientLags, 0.99).toFixed(0)} ms (max ${quantile(clientLags, 1).toFixed(0)})`
         const phaseMs = Date.now() - phaseStart
         const phaseCpu = cpuDuringPhase()
+        const serverPeakRss = Math.max(...watch.server!().map(peakRssMiB))
         const metricsPhase = await (await fetch(`${api.baseUrl}/metrics`)).text().catch(() => '')
         // What the store's own contention leaves: a group commit's write (readings, rollup marks, kept entries) as
         // the server timed it during the phase, beside the acknowledgement the device saw.
@@ -299,10 +300,10 @@ export const dense: Scenario = async (ctx) => {
           line(NAME, `export ${days} days hourly, all environments, CSV (${store})`, exportMs, undefined, 'ms', undefined, 'target', `${exportRows} rows; statuses ${JSON.stringify(exportStatuses)}${Object.keys(refusals).length ? `; refusals ${JSON.stringify(refusals)}` : ''}${brokenBecause ? ` (the server: ${brokenBecause})` : ''}; target: no 429 or timeout`),
           line(NAME, `ingest ack p99 during the phase (${store})`, quantile(acks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(acks, 0.5).toFixed(1)} ms, max ${quantile(acks, 1).toFixed(0)} ms; after the first 10 s p99 ${quantile(acksWarm, 0.99).toFixed(0)} ms; the server's store writes (group commits) p99 ≤ ${flushP99.bound * 1000} ms of ${flushP99.total}; ${acknowledged} acknowledged, ${stored} stored, ${ingestFailures} failed; target < 250 ms and acknowledged = stored`),
           line(NAME, `rollup marks drained after the phase (${store})`, drainMs, undefined, 'ms', undefined, 'target', `marks ${marksBefore} before the phase, ${marksAfterPhase} after it, ${marksLeft} left after ${(drainMs / 1000).toFixed(0)} s; target: drained within 120 s`),
-          line(NAME, `cores busy during the phase (${store})`, phaseCpu.machineCores, undefined, 'cores', undefined, 'target', `of ${cpus().length}; ${Object.entries(phaseCpu.cores).map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', ')}, everything else ${(phaseCpu.machineCores - Object.values(phaseCpu.cores).reduce((a, b) => a + b, 0)).toFixed(2)} (the bench counts its own process; Postgres's backends of the records database open at the phase's start)`),
+          line(NAME, `cores busy during the phase (${store})`, phaseCpu.machineCores, undefined, 'cores', undefined, 'target', `of ${cpus().length}; ${Object.entries(phaseCpu.cores).map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', ')}, everything else ${(phaseCpu.machineCores - Object.values(phaseCpu.cores).reduce((a, b) => a + b, 0)).toFixed(2)} (the bench counts its own process; Postgres's backends of the records database open at the phase's start); our server's peak RSS since it started ${serverPeakRss.toFixed(0)} MiB`),
           line(NAME, `one environment's last day: API counts = raw rows (${store})`, apiCount === rawCount ? 1 : 0, undefined, 'bool', undefined, 'target', `API ${apiCount}, raw ${rawCount}`),
         ]
-        return { lines, details: { store, ...(setup ? { questdb: setup } : {}), devices: devicesCount, environments: environmentsCount, days, dashboards, seconds, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), phaseMs, dashboardStatuses, latestStatuses, exportStatuses, refusals, exportRows, exportMs, acknowledged, stored, ingestFailures, marksBefore, marksAfterPhase, marksLeft, drainMs, sharedReads, keptRows, storeRows, apiCount, rawCount, walkAgainP99: quantile(walksAgain, 0.99), latestAgainP99: quantile(latestAgain, 0.99), ackWarmP99: quantile(acksWarm, 0.99), flushP99Ms: flushP99.bound * 1000, phaseCpu, latestKept: latestFrom('kept'), latestStore: latestFrom('store') } }
+        return { lines, details: { store, ...(setup ? { questdb: setup } : {}), devices: devicesCount, environments: environmentsCount, days, dashboards, seconds, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), phaseMs, dashboardStatuses, latestStatuses, exportStatuses, refusals, exportRows, exportMs, acknowledged, stored, ingestFailures, marksBefore, marksAfterPhase, marksLeft, drainMs, sharedReads, keptRows, storeRows, apiCount, rawCount, walkAgainP99: quantile(walksAgain, 0.99), latestAgainP99: quantile(latestAgain, 0.99), ackWarmP99: quantile(acksWarm, 0.99), flushP99Ms: flushP99.bound * 1000, phaseCpu, serverPeakRss, latestKept: latestFrom('kept'), latestStore: latestFrom('store') } }
       } finally {
         await records.end()
       }
