@@ -82,17 +82,7 @@ export function markingWrites(store: ReadingsStore, shared: SharedStore): Readin
   })
 }
 
-interface Kept {
-  rows: BucketRow[]
-  marks: string
-  until: number
-  /** Answers that wrote this bucket's rows whole as JSON; from the second on, they are written once (`json`). */
-  writes: number
-  json?: string
-}
-/** The kept bucket a row is kept in (set on the row when kept): what jsonOfRun finds a run of a page's rows by. */
-const KEPT_IN = Symbol('kept in')
-type KeptRow = BucketRow & { [KEPT_IN]?: Kept }
+interface Kept { rows: BucketRow[]; marks: string; until: number }
 /** A bucket being read from the store by some request: its rows once kept, undefined if that read keeps none of it. */
 interface Pending { marks: string; rows: Promise<BucketRow[] | undefined> }
 /** The buckets one read announced (by number), each with how to hand its waiters what the read kept. */
@@ -253,11 +243,8 @@ export class KeptBuckets {
       const key = keyOf(b)
       const old = this.kept.get(key)
       if (old) this.drop(key, old)
-      const entry: Kept = { rows: rows.slice(start, i), marks: snapshot.marks(b), until: now + KEPT_MS, writes: 0 }
-      for (const row of entry.rows) {
-        this.intern(row)
-        ;(row as KeptRow)[KEPT_IN] = entry
-      }
+      const entry = { rows: rows.slice(start, i), marks: snapshot.marks(b), until: now + KEPT_MS }
+      for (const row of entry.rows) this.intern(row)
       this.kept.set(key, entry)
       this.rows += entry.rows.length + 1
     }
@@ -296,24 +283,6 @@ export class KeptBuckets {
       if (this.pending.get(keyOf(b)) === entry) this.pending.delete(keyOf(b))
       announced.delete(b)
     }
-  }
-
-  /**
-   * The JSON of a kept bucket's rows, where `rows` holds them all from `i` on in their order (a dashboard's page is
-   * mostly such runs), written by `write` once for the bucket from its second answer on (a bucket answered once is not
-   * worth the text); undefined otherwise, and the caller writes the rows itself. The text is of exactly those row
-   * objects, never changed once kept: whichever answer writes them, the bytes are the same. Issue 57: at the dense
-   * site every dashboard page wrote 10,000 rows afresh, though nearly all of them came from kept buckets.
-   */
-  jsonOfRun(rows: readonly BucketRow[], i: number, write: (rows: readonly BucketRow[]) => string): { json: string; rows: number } | undefined {
-    const entry = (rows[i] as KeptRow)[KEPT_IN]
-    if (!entry) return undefined
-    const n = entry.rows.length
-    if (i + n > rows.length) return undefined
-    for (let k = 0; k < n; k++) if (rows[i + k] !== entry.rows[k]) return undefined
-    if (entry.json === undefined && ++entry.writes < 2) return undefined
-    entry.json ??= write(entry.rows)
-    return { json: entry.json, rows: n }
   }
 
   /** Points the row's identity fields at the one kept copy of each string (the row's answer reads the same text). */
