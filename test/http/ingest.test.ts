@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { and, eq } from 'drizzle-orm'
 import { sensorReadings } from '../../db/schema/index.ts'
 import { newId } from '../../src/ids.ts'
-import { createTestEnv, problem, type TestEnv } from '../helpers.ts'
+import { createTestEnv, problem, readingsStores, waitFor, type TestEnv } from '../helpers.ts'
 
 let env: TestEnv
 beforeAll(async () => { env = await createTestEnv() })
@@ -209,24 +209,6 @@ describe('GET /environment/readings', () => {
     await problem(await q('limit=10001'), 400, 'invalid_parameter')
   })
 
-  test('a bucket of subnormal readings averages as its raw readings do, from rollups and from raw rows alike', async () => {
-    // 5e-324 and 0 average to 2.5e-324, which rounds to 0: Postgres refuses that quotient (underflow) if it divides.
-    const { owner, device } = await setup()
-    const base = Date.UTC(2026, 10, 22, 10, 0, 0)
-    const values = [5e-324, 0, -5e-324, 5e-324]
-    const readings = values.map((value, i) => ({ channel: 't1', value, ts: base + i * 20_000 }))
-    expect(await (await submit(device, { readings })).json()).toEqual({ accepted: 4, rejected: [] })
-    const window = `from=${new Date(base).toISOString()}&to=${new Date(base + 86_400_000).toISOString()}`
-    for (const interval of ['1m', '5m', '1h', '1d']) {
-      const res = await env.request('GET', `/api/v1/environment/readings?${window}&interval=${interval}&agg=avg,min,max,count`, { token: owner.token })
-      expect(res.status).toBe(200)
-      const [bucket] = (await res.json()).data
-      const rawFirstMinute = interval === '1m' ? values.slice(0, 3) : values
-      const sum = rawFirstMinute.reduce((a, b) => a + b, 0)
-      expect([bucket.avg, bucket.min, bucket.max, bucket.count]).toEqual([sum / rawFirstMinute.length, -5e-324, 5e-324, rawFirstMinute.length])
-    }
-  })
-
   test("another account sees none of these readings, even filtering by the device's id", async () => {
     const { device, base } = await seed()
     const stranger = await env.account({ scopes: ['environment:read'] })
@@ -245,3 +227,38 @@ describe('rows stored for one account never leak into another', () => {
     expect(rows.map((r) => r.account_id)).toEqual([a.owner.accountId])
   })
 })
+
+for (const { name, overrides, drop } of readingsStores('ingest-extremes')) {
+  describe(`values at the edges of what a reading holds (${name})`, () => {
+    let own: TestEnv
+    beforeAll(async () => { own = await createTestEnv(overrides) })
+    afterAll(async () => { await own?.close(); await drop() })
+
+    test('readings of ±2^360 and subnormal ones are stored as sent, and every bucket of them is what its raw readings give', async () => {
+      // Postgres refuses a float8 quotient that underflows to zero (5e-324 ÷ 2, an avg) and a sum past 1.8e308: the
+      // first failed the read, the second the write. Each minute here is a bucket whose sums stay exact in any order.
+      const owner = await own.account({ scopes: ['sensors:write', 'environment:read'] })
+      const device = await (await own.request('POST', '/api/v1/sensors/devices', { token: owner.token, body: { name: 'Hub', channels: [{ key: 't1', metric: 'temperature' }] } })).json()
+      const base = Date.UTC(2026, 10, 22, 10, 0, 0)
+      const max = 2 ** 360
+      const minutes = [[5e-324, 0, -5e-324], [5e-324, 5e-324], [max, max], [-max, 1.5, -max], [0, -5e-324]]
+      const readings = minutes.flatMap((values, minute) => values.map((value, i) => ({ channel: 't1', value, ts: base + minute * 60_000 + i * 10_000 })))
+      expect(await (await own.request('POST', '/api/v1/sensors/readings', { token: device.key, body: { readings } })).json()).toEqual({ accepted: readings.length, rejected: [] })
+      await own.deps.readings.refreshRollups?.(0)
+      await waitFor(() => own.deps.readings.caughtUp(), 10_000)
+      const get = async (query: string) => {
+        const res = await own.request('GET', `/api/v1/environment/readings?from=${new Date(base).toISOString()}&to=${new Date(base + 86_400_000).toISOString()}&${query}`, { token: owner.token })
+        const text = await res.text()
+        expect({ query, status: res.status }).toEqual({ query, status: 200 })
+        return JSON.parse(text).data as Record<string, number>[]
+      }
+      expect((await get('limit=100')).map((r) => r.value)).toEqual(readings.map((r) => r.value))
+      // As JSON writes it: an avg of -2.5e-324 rounds to -0, which JSON writes as 0.
+      const bucketOf = (values: number[]) => JSON.parse(JSON.stringify({ avg: values.reduce((a, b) => a + b, 0) / values.length, min: Math.min(...values), max: Math.max(...values), count: values.length }))
+      expect((await get('interval=1m&agg=avg,min,max,count')).map(({ avg, min, max, count }) => ({ avg, min, max, count }))).toEqual(minutes.map(bucketOf))
+      for (const interval of ['1h', '1d']) {
+        expect({ interval, rows: (await get(`interval=${interval}&agg=avg,min,max,count`)).map(({ avg, min, max, count }) => ({ avg, min, max, count })) }).toEqual({ interval, rows: [bucketOf(minutes.flat())] })
+      }
+    })
+  })
+}
