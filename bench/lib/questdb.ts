@@ -31,9 +31,12 @@ export async function questdbSetup(): Promise<string> {
   // "QuestDB 9.3.2" in release builds; a build whose manifest names the product in lower case says "questdb 9.3.2".
   const number = /questdb ([0-9.]+)/i.exec(build)?.[1]
   const version = number ? `QuestDB ${number}` : 'QuestDB (version unknown)'
-  const workers = await exec(`select value, value_source from (show parameters) where property_path = 'shared.worker.count'`).catch(() => undefined)
-  const [value, source] = (workers?.dataset?.[0] ?? []) as [string?, string?]
-  return value === undefined ? version : `${version}, shared.worker.count=${value} (${source})`
+  // The shared workers' count, and their other settings where they are not QuestDB's defaults (sleep and yield).
+  const workers = await exec(`select property_path, value, value_source from (show parameters) where property_path like 'shared.worker.%'`).catch(() => undefined)
+  const settings = ((workers?.dataset ?? []) as [string, string, string][])
+    .filter(([path, , source]) => path === 'shared.worker.count' || source !== 'default')
+    .map(([path, value, source]) => `${path}=${value} (${source})`)
+  return settings.length ? `${version}, ${settings.join(', ')}` : version
 }
 
 /** The table our store creates (ingest/stores/questdb.ts), for the baselines to write into. */
