@@ -49,31 +49,27 @@ for (const { name, overrides, drop } of stores) {
      * a second share one read (shared-reads.ts), and a walk or file read before a write would answer for after it.
      */
     const both = async (token: string, params: URLSearchParams, limit: number, columns: string[]) => {
-      const { walked, texts } = await walk(token, params, limit, columns)
-      const file = new URLSearchParams(params)
-      file.set('format', 'csv')
-      file.set('limit', String(9_000 + limit))
-      const text = await (await env.request('GET', `/api/v1/environment/readings?${file}`, { token })).text()
-      return { walked, texts, file: text.slice(text.indexOf('\r\n') + 2) }
-    }
-    /** A JSON walk at `limit`: its rows as CSV text, and its pages' texts as they came. */
-    const walk = async (token: string, params: URLSearchParams, limit: number, columns: string[]) => {
       let walked = ''
-      const texts: string[] = []
       let cursor: string | null = null
+      let pages = 0
       do {
         const query = new URLSearchParams(params)
         query.set('limit', String(limit))
         if (cursor) query.set('cursor', cursor)
         const res = await env.request('GET', `/api/v1/environment/readings?${query}`, { token })
-        const text = await res.text()
-        if (res.status !== 200) throw new Error(`${res.status}: ${text}`)
-        const page = JSON.parse(text) as { data: Row[]; next_cursor: string | null }
-        texts.push(text)
+        const page = await res.json() as { data: Row[]; next_cursor: string | null }
+        if (res.status !== 200) throw new Error(`${res.status}: ${JSON.stringify(page)}`)
         walked += page.data.map((row) => csvLineOf(row, columns)).join('')
         cursor = page.next_cursor
+        // A walk that does not move on fails here, naming its question, instead of running until the test times out
+        // (seen once in CI, 2026-12-07, not reproduced): no question here has more than 2,000 rows.
+        if (++pages > 2_000) throw new Error(`a walk of ${params} at limit ${limit} is still going after ${pages} pages: ${walked.slice(-500)}`)
       } while (cursor)
-      return { walked, texts }
+      const file = new URLSearchParams(params)
+      file.set('format', 'csv')
+      file.set('limit', String(9_000 + limit))
+      const text = await (await env.request('GET', `/api/v1/environment/readings?${file}`, { token })).text()
+      return { walked, file: text.slice(text.indexOf('\r\n') + 2) }
     }
 
     test('random data, questions and page sizes; asked again, and again after late and new writes: every walk is the file', async () => {
@@ -103,16 +99,9 @@ for (const { name, overrides, drop } of stores) {
           const columns = [...(groupBy === 'metric' ? ['ts', 'metric', 'environment_id'] : ['ts', 'device_id', 'channel', 'metric', 'environment_id']), ...agg.split(',')]
           const question = `${params} limit=${limit}`
           // Each round at a page size of its own: identical asks within a second share one read (shared-reads.ts).
-          let againTexts: string[] = []
           for (const [round, size] of [['first ask', limit], ['asked again', limit + 1]] as const) {
-            const { walked, texts, file } = await both(owner.token, params, size, columns)
+            const { walked, file } = await both(owner.token, params, size, columns)
             expect({ question, round, walked }).toEqual({ question, round, walked: file })
-            againTexts = texts
-          }
-          // Asked a third and fourth time, from kept buckets: every page is, byte for byte, the page asked again.
-          for (const round of ['third ask', 'fourth ask']) {
-            const { texts } = await walk(owner.token, params, limit + 1, columns)
-            expect({ question, round, texts }).toEqual({ question, round, texts: againTexts })
           }
           // Late readings into buckets already kept, and new ones.
           await write(readingsOf(later))
