@@ -8,9 +8,11 @@ import { MAX_FUTURE_MS } from '../src/records/rules.ts'
 
 export const MAX_READINGS_PER_BATCH = 5000
 export const MAX_PING_CHANNELS = 32
+/** What a reading's value must be, as every refusal of one says it (JSON, pings, MQTT, line protocol). */
+export const READING_VALUE_RULE = 'a finite number of magnitude at most 2^360'
 /** The body of POST /sensors/readings and the payload of MQTT's devices/{id}/readings: one schema for both. */
 export const ReadingsBatch = t.Object({
-  readings: t.Array(t.Unknown({ description: 'A reading `{ channel, value, ts? }`; each is checked on its own. `value` is a finite number of magnitude at most 2^360 (about 2.35e108, the bound Amazon CloudWatch puts on its metric values), so that every bucket\'s sum stays finite; beyond it the reading is rejected as `invalid_value`.' }), { minItems: 1, maxItems: MAX_READINGS_PER_BATCH }),
+  readings: t.Array(t.Unknown({ description: `A reading \`{ channel, value, ts? }\`; each is checked on its own. \`value\` is ${READING_VALUE_RULE} (about 2.35e108, the bound Amazon CloudWatch puts on its metric values), so that every bucket's sum stays finite; beyond it the reading is rejected as \`invalid_value\`.` }), { minItems: 1, maxItems: MAX_READINGS_PER_BATCH }),
 }, { additionalProperties: false, $id: '#/components/schemas/ReadingsBatch' })
 
 const CHANNEL = /^[A-Za-z0-9_.-]{1,32}$/
@@ -35,7 +37,7 @@ export interface Rejection { index: number; code: RejectCode; message: string }
 const MESSAGES: Record<RejectCode, string> = {
   invalid_reading: 'must be an object with channel, value and optional ts, and nothing else',
   invalid_channel: 'channel must be 1–32 characters of A–Z, a–z, 0–9, _ . -',
-  invalid_value: 'value must be a finite number of magnitude at most 2^360 (about 2.35e108)',
+  invalid_value: `value must be ${READING_VALUE_RULE} (about 2.35e108)`,
   invalid_timestamp: 'ts must be an RFC 3339 date-time of a real calendar day and time, or epoch milliseconds',
   timestamp_in_future: 'ts lies more than 5 minutes in the future',
   duplicate_reading: 'another reading in this batch has the same channel and ts',

@@ -14,7 +14,7 @@ import { oneOf } from '../src/records/fields.ts'
 import { IngestUnavailable } from './batcher.ts'
 import type { DeviceInfo } from './devices.ts'
 import type { Ingest } from './index.ts'
-import { MAX_PING_CHANNELS, MAX_READINGS_PER_BATCH, parseBatch, parsePing, PING_REFUSED, ReadingsBatch, type Parsed } from './parse.ts'
+import { MAX_PING_CHANNELS, MAX_READINGS_PER_BATCH, parseBatch, parsePing, PING_REFUSED, READING_VALUE_RULE, ReadingsBatch, type Parsed } from './parse.ts'
 
 /** The calling device's cached configuration; a promise only when it is not cached yet. */
 function deviceOf(ingest: Ingest, principal: Principal): DeviceInfo | Promise<DeviceInfo> {
@@ -50,7 +50,7 @@ const Accepted = t.Object({
 const PingFields = t.Object({
   key: t.Optional(t.String({ description: 'The device key, for firmware that cannot set headers (kept out of logs).' })),
   ts: t.Optional(t.String({ description: 'RFC 3339 or epoch milliseconds; default: now.' })),
-}, { additionalProperties: t.String(), description: `Every other field is a channel and its value, e.g. \`t1=27.5&h1=61\` (at most ${MAX_PING_CHANNELS}); a value is a number as JSON writes it, of magnitude at most 2^360.` })
+}, { additionalProperties: t.String(), description: `Every other field is a channel and its value, e.g. \`t1=27.5&h1=61\` (at most ${MAX_PING_CHANNELS}); a value is a number as JSON writes it, ${READING_VALUE_RULE}.` })
 const PingBody = t.Object({
   key: t.Optional(t.String()),
   ts: t.Optional(t.Union([t.String(), t.Integer()])),

@@ -2,7 +2,7 @@
 // series (series-channel.ts), mapped through the device's configuration exactly as a JSON reading is (parse.ts).
 import type { Reading } from '../stores/interface.ts'
 import type { ChannelMapping, DeviceInfo } from '../devices.ts'
-import { isReadingValue, MIN_READING_TS, type Parsed } from '../parse.ts'
+import { isReadingValue, MIN_READING_TS, READING_VALUE_RULE, type Parsed } from '../parse.ts'
 import { MAX_FUTURE_MS } from '../../src/records/rules.ts'
 import { lineText, type LineError, type NumericField, type ParsedLines } from './line-protocol.ts'
 import { seriesChannel } from './series-channel.ts'
@@ -37,7 +37,7 @@ export function linesToReadings(body: string, lines: ParsedLines, device: Device
     }
     const beyond = fieldBeyondReadings(point.fields)
     if (beyond) {
-      errors.push({ line: point.line, text: lineText(body, point.start, point.end), reason: `value of field key "${beyond.key}" is beyond what a reading holds (a finite number of magnitude at most 2^360)` })
+      errors.push({ line: point.line, text: lineText(body, point.start, point.end), reason: `value of field key "${beyond.key}" is beyond what a reading holds (${READING_VALUE_RULE})` })
       continue
     }
     const { series } = point
