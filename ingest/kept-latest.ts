@@ -5,7 +5,13 @@
 // not wrapped (server wiring: src/deps.ts).
 //
 // Exactness: an entry is a series' newest reading, or that it has none, tagged with the epoch it holds for. Entries
-// are made by reads of the store and moved forward by writes (SharedStore's entries):
+// are made by reads of the store, and for a new series by its registration, and moved forward by writes (SharedStore's
+// entries):
+// - A series about to be registered in the catalogue has no reading stored (every write registers its series first),
+//   and no process can write into it before the registration is seen: its entry is made then, as having none, before
+//   the catalogue's insert (SeriesCatalogue.idsOf, which takes its id first). Two processes registering one series at
+//   once each make an entry under the id they took; the one whose insert counts made its entry first, the other's id
+//   is never used. Series registered from readings already stored (SeriesCatalogue.backfillOnce) get none.
 // - A read claims the entries it finds not known (a claim of its own, which no answer uses), then asks the store to
 //   have caught up with every write committed so far (ReadingsStore.caughtUp), reads it, and settles each claim it
 //   still holds at the newer of what the read proves and what writes raised it to meanwhile. Over a window no
@@ -13,9 +19,10 @@
 //   all time has none; of any other it proves nothing, and its claim goes. A claim never settled (a read that
 //   failed) is never an answer, and the next read claims it again.
 // - Every write, once stored and before it is acknowledged, raises the entries of its series that are held, claimed
-//   ones included, keeping their tag (an entry only moves forward, whichever comes last). A write never makes an
+//   ones included, keeping their tag (an entry only moves forward, whichever comes last). Past registering, a write never makes an
 //   entry: a write into a series whose entry is missing (the shared store lost it) may be a late reading, and not
-//   its newest.
+//   its newest. A write that fails makes its series' entries not known (claimed, never settled): it may have stored
+//   some of its readings.
 // So a write committed before a read's check is in what the read proves, and one after it raised the claim (or
 // raises the entry next); either way the entry ends at the newest of them. A reading sent again replaces the one
 // stored (QuestDB's dedup upsert): an equal order replaces too. Sent again under the channel's new mapping, it moves
@@ -32,10 +39,10 @@
 // unreachable the store answers.
 import { randomUUID } from 'node:crypto'
 import { epochAfterOutage, primaryUp } from '../src/kv/fallback.ts'
-import type { RaisedEntry, SettledEntry, SharedStore } from '../src/kv/interface.ts'
+import type { ClaimedEntry, RaisedEntry, SettledEntry, SharedStore } from '../src/kv/interface.ts'
 import { MAX_FUTURE_MS } from '../src/records/rules.ts'
 import { MIN_READING_TS } from './parse.ts'
-import type { SeriesCatalogue, SeriesRow } from './series.ts'
+import type { SeriesCatalogue, SeriesIds, SeriesRow } from './series.ts'
 import { byteOrder, NO_DEADLINE, type LatestPosition, type RawRow, type ReadingsFilter, type ReadingsStore } from './stores/interface.ts'
 
 const EPOCH_KEY = 'readings-latest:epoch'
@@ -172,13 +179,53 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
     return done
   }
 
+  /**
+   * The entries of series about to be registered (SeriesCatalogue.idsOf), made before any process can write into them:
+   * none of them has a reading, and every write into one raises its entry from there. Without them a site's latest
+   * values waited for a read of the store after every start (issue 57: 1.0 s at p99 where the dense site's first
+   * dashboards asked at once). Where the shared store fails, they are left unmade: a read proves them later.
+   */
+  const entriesOfNew = async (series: readonly SeriesRow[]) => {
+    if (!up()) return
+    try {
+      await afterOutage()
+      const current = await currentEpoch()
+      const claim = `?${randomUUID()}`
+      await shared.claimEntries(series.map((s) => [entryKey(s.id), channelGroup(s.channel_id)]), claim, current, ENTRY_MS)
+      await shared.settleEntries(series.map((s): SettledEntry => [entryKey(s.id), NONE, 'none']), claim, current, ENTRY_MS)
+    } catch {
+      // Not made: the next read of these series claims and proves them.
+    }
+  }
+
+  /** The entries of the series of a write made not known (claimed, and never settled): a read proves them again. */
+  const unknown = async (ids: SeriesIds) => {
+    const claimed = new Map<string, ClaimedEntry>()
+    for (let i = 0; i < ids.series.length; i++) claimed.set(entryKey(ids.series[i]!), [entryKey(ids.series[i]!), channelGroup(ids.channels[i]!)])
+    try {
+      // Kept for no tag: a claim of its own, whatever the entry held.
+      await shared.claimEntries([...claimed.values()], `?${randomUUID()}`, `?${randomUUID()}`, ENTRY_MS)
+      outage.wrote()
+    } catch {
+      // The entries stay as they were: a reading the failed write stored anyway is missed by the latest answers until
+      // its series is written again or read (a retry of the write, as every client does, raises them).
+    }
+  }
+
   return Object.assign(Object.create(store) as ReadingsStore, {
     async write(readings: Parameters<ReadingsStore['write']>[0]) {
-      await store.write(readings)
-      if (!readings.length) return
+      if (!readings.length) return store.write(readings)
+      // Series new to the catalogue are registered here, their entries made first (entriesOfNew); the store's write
+      // then finds them in the catalogue's cache.
+      const ids = await catalogue.idsOf(readings, entriesOfNew)
+      try {
+        await store.write(readings)
+      } catch (error) {
+        // A write that failed may still have stored some of its readings: its series' entries are no longer known.
+        await unknown(ids)
+        throw error
+      }
       await afterOutage()
-      // Registered by the store's write before its readings went out: answered from the catalogue's cache.
-      const ids = await catalogue.idsOf(readings)
       // Of two readings of a channel at one time, the later is kept, as QuestDB's dedup upsert keeps it (the store
       // these entries are kept for: src/deps.ts). The SQL store keeps the first; over it, a reading sent again at the
       // same time with another value or mapping would leave entries the store does not hold.

@@ -15,6 +15,13 @@ interface Known { accountId: string; metric: string | null; environmentId: strin
 /** Per reading, in order: its series' id and its channel's (reading_channels.id: what readings are unique on). */
 export interface SeriesIds { series: number[]; channels: number[] }
 
+/**
+ * Called with series about to be registered (ids taken, channels known) before any process can see them, so before
+ * any reading of theirs is stored: what it records of them holds from their first reading on (ingest/kept-latest.ts
+ * makes their latest entries, as having none).
+ */
+export type BeforeRegistering = (series: readonly SeriesRow[]) => Promise<void>
+
 /** Series cached per device and channel, past which a cache starts over (bounds memory, as the ILP prefixes do). */
 const MAX_DEVICES = 100_000
 
@@ -24,8 +31,11 @@ export class SeriesCatalogue {
 
   constructor(private readonly database: Pick<Database, 'query'>) {}
 
-  /** The series and channel ids of each reading, in order; series not seen before are registered at once. */
-  async idsOf(readings: readonly Reading[]): Promise<SeriesIds> {
+  /**
+   * The series and channel ids of each reading, in order; series not seen before are registered at once, those not
+   * registered yet after `beforeRegistering` ran for them.
+   */
+  async idsOf(readings: readonly Reading[], beforeRegistering?: BeforeRegistering): Promise<SeriesIds> {
     // Plain arrays, as the SQL store binds them (int4[]): no copy per batch.
     const ids: SeriesIds = { series: new Array<number>(readings.length), channels: new Array<number>(readings.length) }
     let missing: Reading[] | undefined
@@ -37,7 +47,7 @@ export class SeriesCatalogue {
     if (!missing) return ids
     // The cache keeps one series per channel: a batch whose channel changed mapping within it takes its ids from
     // the registration itself.
-    const registered = await this.register(missing)
+    const registered = await this.register(missing, beforeRegistering)
     for (let i = 0; i < readings.length; i++) {
       if (ids.series[i]) continue
       const known = registered.get(seriesKey(readings[i]!))!
@@ -68,7 +78,8 @@ export class SeriesCatalogue {
 
   /**
    * Registers the series of readings stored before the catalogue existed (a QuestDB table written by an earlier
-   * version), once per `marker`: `load` lists them, one reading-shaped row per series.
+   * version), once per `marker`: `load` lists them, one reading-shaped row per series. They hold readings already, so
+   * nothing runs before registering them.
    */
   async backfillOnce(marker: string, load: () => Promise<Reading[]>): Promise<void> {
     const done = await this.database.query(`select 1 from platform_settings where key = $1`, [marker])
@@ -92,29 +103,47 @@ export class SeriesCatalogue {
     channels.set(channel, known)
   }
 
-  private async register(readings: readonly Reading[]): Promise<Map<string, Known>> {
+  private async register(readings: readonly Reading[], beforeRegistering?: BeforeRegistering): Promise<Map<string, Known>> {
     const unique = new Map<string, Reading>()
     for (const r of readings) unique.set(seriesKey(r), r)
     const list = [...unique.values()]
-    const columns = [list.map((r) => r.accountId), list.map((r) => r.deviceId), list.map((r) => r.channel), list.map((r) => r.metric), list.map((r) => r.environmentId)]
-    // Inserted where absent, then read back: a row another process registers at the same moment is not returned
-    // by an insert (it was not visible to that statement), so the ids come from a read after it. The channel
-    // first: a series names its channel. Both inserts go in key order: writers registering the same new series at
-    // once (the first batches of a fleet, several in flight) then wait for one another instead of deadlocking,
-    // which the series insert did in join order (23 of its deadlocks failed the store writes of one bench run).
+    // The channel first: a series names its channel. Inserted where absent in key order: writers registering the same
+    // new series at once (the first batches of a fleet, several in flight) then wait for one another instead of
+    // deadlocking, which the series insert did in join order (23 of its deadlocks failed the store writes of one
+    // bench run).
     await this.database.query(`insert into reading_channels (device_id, channel)
-      select distinct d, c from unnest($1::text[], $2::text[]) as i(d, c) order by 1, 2 on conflict do nothing`, [columns[1], columns[2]])
-    await this.database.query(`insert into reading_series (account_id, device_id, channel, metric, environment_id, channel_id)
-      select i.a, i.d, i.c, i.m, i.e, ch.id from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as i(a, d, c, m, e)
-        join reading_channels ch on ch.device_id = i.d and ch.channel = i.c
-      order by 1, 2, 3, 4, 5
-      on conflict do nothing`, columns)
-    const rows = await this.database.query<SeriesRow & { account_id: string; channel_id: number }>(`select s.id, s.channel_id, s.account_id, s.device_id, s.channel, s.metric, s.environment_id
-      from reading_series s join unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as i(a, d, c, m, e)
-        on s.account_id = i.a and s.device_id = i.d and s.channel = i.c and s.metric is not distinct from i.m and s.environment_id is not distinct from i.e`, columns)
+      select distinct d, c from unnest($1::text[], $2::text[]) as i(d, c) order by 1, 2 on conflict do nothing`, [list.map((r) => r.deviceId), list.map((r) => r.channel)])
+    const rows = await this.registered(list)
+    const found = new Set(rows.map(keyOfRow))
+    const absent = [...unique].filter(([key]) => !found.has(key)).map(([, r]) => r)
+    if (absent.length) {
+      const columns = columnsOf(absent)
+      if (beforeRegistering) {
+        // Their ids are taken first, and `beforeRegistering` runs before the insert makes them visible: no process can
+        // write into a series until it has.
+        const planned = await this.database.query<SeriesRow & { account_id: string }>(`select nextval(pg_get_serial_sequence('reading_series', 'id'))::int as id, ch.id as channel_id,
+            i.a as account_id, i.d as device_id, i.c as channel, i.m as metric, i.e as environment_id
+          from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as i(a, d, c, m, e)
+            join reading_channels ch on ch.device_id = i.d and ch.channel = i.c
+          order by 3, 4, 5, 6, 7`, columns)
+        await beforeRegistering(planned.map((p) => ({ ...p, id: Number(p.id), channel_id: Number(p.channel_id) })))
+        await this.database.query(`insert into reading_series (id, account_id, device_id, channel, metric, environment_id, channel_id) overriding system value
+          select * from unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int4[]) order by 2, 3, 4, 5, 6
+          on conflict do nothing`, [planned.map((p) => p.id), ...columnsOf(planned.map((p) => ({ accountId: p.account_id, deviceId: p.device_id, channel: p.channel, metric: p.metric, environmentId: p.environment_id }))), planned.map((p) => p.channel_id)])
+      } else {
+        await this.database.query(`insert into reading_series (account_id, device_id, channel, metric, environment_id, channel_id)
+          select i.a, i.d, i.c, i.m, i.e, ch.id from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as i(a, d, c, m, e)
+            join reading_channels ch on ch.device_id = i.d and ch.channel = i.c
+          order by 1, 2, 3, 4, 5
+          on conflict do nothing`, columns)
+      }
+      // Read back: a series another process registered at the same moment is not returned by an insert (it was not
+      // visible to that statement), and its id is the one that counts.
+      rows.push(...await this.registered(absent))
+    }
     const ids = new Map<string, Known>()
     for (const row of rows) {
-      ids.set(seriesKey({ accountId: row.account_id, deviceId: row.device_id, channel: row.channel, metric: row.metric ?? null, environmentId: row.environment_id ?? null }),
+      ids.set(keyOfRow(row),
         { accountId: row.account_id, metric: row.metric ?? null, environmentId: row.environment_id ?? null, id: Number(row.id), channelId: Number(row.channel_id) })
     }
     for (const [key, r] of unique) {
@@ -125,9 +154,19 @@ export class SeriesCatalogue {
     }
     return ids
   }
+
+  /** The registered series among `series`. */
+  private registered(series: readonly Reading[]) {
+    return this.database.query<SeriesRow & { account_id: string }>(`select s.id, s.channel_id, s.account_id, s.device_id, s.channel, s.metric, s.environment_id
+      from reading_series s join unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as i(a, d, c, m, e)
+        on s.account_id = i.a and s.device_id = i.d and s.channel = i.c and s.metric is not distinct from i.m and s.environment_id is not distinct from i.e`, columnsOf(series))
+  }
 }
 
-const seriesKey = (r: Pick<Reading, 'accountId' | 'deviceId' | 'channel' | 'metric' | 'environmentId'>) => JSON.stringify([r.accountId, r.deviceId, r.channel, r.metric, r.environmentId])
+type SeriesFields = Pick<Reading, 'accountId' | 'deviceId' | 'channel' | 'metric' | 'environmentId'>
+const columnsOf = (series: readonly SeriesFields[]) => [series.map((r) => r.accountId), series.map((r) => r.deviceId), series.map((r) => r.channel), series.map((r) => r.metric), series.map((r) => r.environmentId)]
+const seriesKey = (r: SeriesFields) => JSON.stringify([r.accountId, r.deviceId, r.channel, r.metric, r.environmentId])
+const keyOfRow = (row: SeriesRow & { account_id: string }) => seriesKey({ accountId: row.account_id, deviceId: row.device_id, channel: row.channel, metric: row.metric ?? null, environmentId: row.environment_id ?? null })
 
 /** The WHERE clause for a series filter, appending its parameters to `params` (numbered in order). */
 export function seriesWhere(filter: SeriesFilter, params: unknown[], alias = ''): string {

@@ -9,6 +9,7 @@ import fc from 'fast-check'
 import { keepingLatest } from '../../ingest/kept-latest.ts'
 import type { RawRow, Reading, ReadingsFilter, ReadingsStore } from '../../ingest/stores/interface.ts'
 import type { SharedStore } from '../../src/kv/interface.ts'
+import { SeriesCatalogue } from '../../ingest/series.ts'
 import { memoryStore } from '../../src/kv/memory.ts'
 import { createTestEnv, cutOffShared, readingsStores, waitFor, type TestEnv } from '../helpers.ts'
 
@@ -241,8 +242,8 @@ for (const { name, overrides, drop } of stores) {
         const after = answers()
         return after.kept > before.kept ? 'kept' : 'store'
       }
-      // A write makes no entry (it may be a late reading): the first read does, and the next is answered from it.
-      expect([await asked(), await asked()]).toEqual(['store', 'kept'])
+      // The series' entries were made as they were registered, and raised by the write.
+      expect([await asked(), await asked()]).toEqual(['kept', 'kept'])
       await env.deps.shared.set('readings-latest:epoch', 'another', 60_000)
       expect([await asked(), await asked()]).toEqual(['store', 'kept'])
     })
@@ -278,6 +279,89 @@ for (const { name, overrides, drop } of stores) {
       const after = { ...counted }
       expect({ kept: after.kept - before.kept, store: after.store - before.store }).toEqual({ kept: 1, store: 1 })
       await writerShared.close()
+    })
+
+    /** `store` with its latest reads counted. */
+    const countingReads = (reads: ReadingsFilter[]) => Object.assign(Object.create(env.deps.readings) as ReadingsStore, {
+      latest: (filter: ReadingsFilter, ...rest: [number, ...unknown[]]) => {
+        reads.push(filter)
+        return (env.deps.readings.latest as (...args: unknown[]) => Promise<RawRow[]>)(filter, ...rest)
+      },
+    })
+
+    test('a site written from its first reading on is answered from what is kept, with no read of the store', async () => {
+      const owner = await env.account({ scopes: ['environment:read'] })
+      const reads: ReadingsFilter[] = []
+      const kept = keepingLatest(countingReads(reads), memoryStore(), env.deps.series, { rawHorizon: () => -Infinity })
+      const site: Reading[] = DEVICES.flatMap((d, i) => CHANNELS.map((channel, j) => ({ accountId: owner.accountId, deviceId: `${d}_${owner.accountId}`, channel, ts: BASE + (i + j) * MIN, value: i * 10 + j + 0.5, metric: 'temperature', environmentId: `env_${i % 2}` })))
+      await write(kept, site)
+      const window = ALL_TIME()
+      const room = (i: number): ReadingsFilter => ({ accountId: owner.accountId, environmentId: `env_${i}`, ...window })
+      expect(await Promise.all([0, 1].map((i) => kept.latest(room(i), 100)))).toEqual([0, 1].map((i) => newestOf(site, room(i))))
+      // A late reading and a newer one: still answered from what is kept.
+      const more: Reading[] = [{ ...site[0]!, ts: BASE - MIN, value: -7 }, { ...site[1]!, ts: BASE + 30 * MIN, value: 42.25 }]
+      await write(kept, more)
+      expect(await kept.latest({ accountId: owner.accountId, ...window }, 100)).toEqual(newestOf([...site, ...more], { accountId: owner.accountId, ...window }))
+      expect(reads).toEqual([])
+    })
+
+    test('two processes registering one new series at once: whichever registers it, its entry holds the newest reading', async () => {
+      const owner = await env.account({ scopes: ['environment:read'] })
+      const redis = memoryStore()
+      // Process A stops as it is about to make its entries for the new series, until let go: were the series visible
+      // in the catalogue by then, B's write would raise no entry, and A's would then be made as none.
+      let letGo!: () => void
+      const held = new Promise<void>((resolve) => { letGo = resolve })
+      let stopped!: () => void
+      const reachedStop = new Promise<void>((resolve) => { stopped = resolve })
+      const sharedA = Object.assign(Object.create(redis) as SharedStore, {
+        claimEntries: async (...args: Parameters<SharedStore['claimEntries']>) => {
+          stopped()
+          await held
+          return redis.claimEntries(...args)
+        },
+      })
+      const processA = keepingLatest(env.deps.readings, sharedA, new SeriesCatalogue(env.deps.database), { rawHorizon: () => -Infinity })
+      const processB = keepingLatest(env.deps.readings, redis, new SeriesCatalogue(env.deps.database), { rawHorizon: () => -Infinity })
+      const reading = (minute: number, value: number): Reading => ({ accountId: owner.accountId, deviceId: `hub_${owner.accountId}`, channel: 't1', ts: BASE + minute * MIN, value, metric: null, environmentId: null })
+      const writingA = write(processA, [reading(1, 1.5)])
+      await reachedStop
+      // B registers the series meanwhile (A's id is not in the catalogue yet), and stores a newer reading.
+      await write(processB, [reading(2, 2.5)])
+      letGo()
+      await writingA
+      const filter: ReadingsFilter = { accountId: owner.accountId, ...ALL_TIME() }
+      const before = { ...counted }
+      const reader = wrap(redis)
+      expect([await reader.latest(filter, 10), await processA.latest(filter, 10)]).toEqual([newestOf([reading(1, 1.5), reading(2, 2.5)], filter), newestOf([reading(1, 1.5), reading(2, 2.5)], filter)])
+      expect(counted.kept - before.kept).toBe(1)
+      expect((await reader.latest(filter, 10))[0]!.value).toBe(2.5)
+    })
+
+    test('a write that fails, though it stored its readings: the answer is what the store holds, not what was kept', async () => {
+      const owner = await env.account({ scopes: ['environment:read'] })
+      const redis = memoryStore()
+      // Stores the readings, then fails (an answer lost on the way back).
+      const failing = Object.assign(Object.create(env.deps.readings) as ReadingsStore, {
+        write: async (readings: Reading[]) => {
+          await env.deps.readings.write(readings)
+          throw new Error('the answer was lost')
+        },
+      })
+      const good = wrap(redis)
+      const failingWriter = keepingLatest(failing, redis, env.deps.series, { rawHorizon: () => -Infinity })
+      const reading = (channel: string, minute: number, value: number): Reading => ({ accountId: owner.accountId, deviceId: `hub_${owner.accountId}`, channel, ts: BASE + minute * MIN, value, metric: null, environmentId: null })
+      const filter: ReadingsFilter = { accountId: owner.accountId, ...ALL_TIME() }
+      // h1 is kept at minute 1; t1 is new, so its entry is made (as none) before the write that fails.
+      await write(good, [reading('h1', 1, 1)])
+      expect(await good.latest(filter, 10)).toEqual(newestOf([reading('h1', 1, 1)], filter))
+      await expect(failingWriter.write([reading('h1', 2, 2), reading('t1', 2, 3)])).rejects.toThrow('the answer was lost')
+      await waitFor(() => env.deps.readings.caughtUp(), 10_000)
+      const stored = [reading('h1', 2, 2), reading('t1', 2, 3)]
+      const before = { ...counted }
+      expect(await good.latest(filter, 10)).toEqual(newestOf(stored, filter))
+      expect(await good.latest(filter, 10)).toEqual(newestOf(stored, filter))
+      expect({ kept: counted.kept - before.kept, store: counted.store - before.store }).toEqual({ kept: 1, store: 1 })
     })
   })
 }
