@@ -4,6 +4,7 @@ import { createApp } from './app.ts'
 import { isEmbedded, loadConfig } from './config.ts'
 import { createDeps } from './deps.ts'
 import { purgeExpiredIdempotencyKeys } from './http/idempotency.ts'
+import { watchEventLoop } from './observability.ts'
 import { demoEnabled, seedDemoAccount } from './seed.ts'
 import { startMqttListener } from '../ingest/mqtt.ts'
 import { keepServingThroughOrphanedConnectionErrors } from './process-guard.ts'
@@ -63,6 +64,7 @@ async function serve() {
     refuseStart(listenRefusal('PORT', config.port, config.host, error))
   }
   const server = app.server!
+  watchEventLoop(deps.metrics)
   // Devices over MQTT, on the same ingest service (MQTT_PORT / MQTTS_PORT; off unless configured).
   const mqttConfig = config.mqtt
   const mqtt = mqttConfig ? await startMqttListener({ ...deps, config: { ...config, mqtt: mqttConfig } }).catch(async (error) => {

@@ -2,6 +2,9 @@
 // (requests here, flushes in ingest, delivery outcomes in the dispatcher), and the access log line per request.
 import { LATENCY_BUCKETS, MetricsRegistry, SIZE_BUCKETS } from './metrics.ts'
 
+/** How often watchEventLoop's timer is due. */
+const LAG_SAMPLE_MS = 20
+
 export function createMetrics() {
   const registry = new MetricsRegistry()
   return {
@@ -24,11 +27,29 @@ export function createMetrics() {
     readingsBucketRows: registry.counter('hrs_readings_bucket_rows_total', 'Bucket rows of readings JSON pages, by where they came from: the store, or buckets kept from an earlier read (ingest/kept-buckets.ts).', ['source']),
     readingsLatest: registry.counter('hrs_readings_latest_total', 'Latest-readings answers, by where they came from: each series\' newest reading kept in the shared store as it was written (QuestDB; ingest/kept-latest.ts), or the store.', ['source']),
     readingsCsvBroken: registry.counter('hrs_readings_csv_broken_total', 'Readings CSV files that broke off after their status line (the store failed, a deadline passed): ended without the chunked terminator, so the client sees a transfer error.'),
+    eventLoopLag: registry.histogram('hrs_event_loop_lag_seconds', `How late a timer due every ${LAG_SAMPLE_MS} ms fired in this process (watchEventLoop): how long work ready to run (a request just read, a store's answer) waited behind the work in front of it.`, [], LATENCY_BUCKETS),
     webhookAttempts: registry.counter('hrs_webhook_attempts_total', 'Webhook delivery attempts made by this process, by outcome.', ['outcome']),
   }
 }
 
 export type Metrics = ReturnType<typeof createMetrics>
+
+/**
+ * Samples how late this process's event loop runs a timer (hrs_event_loop_lag_seconds): the wait every request and
+ * every store answer shares, whatever its route. Issue 57's dense site answered a room's latest values in 18 ms at p50
+ * and 328 ms at p99, with the stores idle; this is where such a wait shows. Returns what stops it.
+ */
+export function watchEventLoop(metrics: Metrics): () => void {
+  const lag = metrics.eventLoopLag.series([])
+  let due = performance.now() + LAG_SAMPLE_MS
+  const timer = setInterval(() => {
+    const now = performance.now()
+    lag.observe(Math.max(0, now - due) / 1000)
+    due = now + LAG_SAMPLE_MS
+  }, LAG_SAMPLE_MS)
+  timer.unref()
+  return () => clearInterval(timer)
+}
 
 /** The route a request is counted under: its template, so ids do not make a series each. */
 export function routeLabel(route: string | undefined): string {

@@ -33,7 +33,7 @@ const num = (name: string, fallback: number) => Number(process.env[name] || fall
 /** The counts of a histogram's buckets (upper bound → cumulative count) in a /metrics text, for the series named with `labels`. */
 const histogramOf = (text: string, name: string, labels: string) => {
   const buckets = new Map<number, number>()
-  for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{${labels},le="([^"]+)"\\} (\\S+)$`, 'gm'))) buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]))
+  for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{${labels ? `${labels},` : ''}le="([^"]+)"\\} (\\S+)$`, 'gm'))) buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]))
   return buckets
 }
 /** The bucket bound at or under which `q` of the observations between two scrapes fall (a histogram's resolution). */
@@ -254,6 +254,9 @@ export const dense: Scenario = async (ctx) => {
         // What the store's own contention leaves: a group commit's write (readings, rollup marks, kept entries) as
         // the server timed it during the phase, beside the acknowledgement the device saw.
         const flushP99 = histogramQuantile(metricsBefore, metricsPhase, 'hrs_ingest_flush_duration_seconds', 'outcome="ok"', 0.99)
+        // The server's own event loop (hrs_event_loop_lag_seconds): what every request waited behind its other work.
+        const serverLag = histogramQuantile(metricsBefore, metricsPhase, 'hrs_event_loop_lag_seconds', '', 0.99)
+        const serverLagMax = histogramQuantile(metricsBefore, metricsPhase, 'hrs_event_loop_lag_seconds', '', 1)
         const latestFrom = (source: string) => Number(new RegExp(`^hrs_readings_latest_total\\{source="${source}"\\} (\\S+)$`, 'm').exec(metricsPhase)?.[1] ?? 0)
 
         // Acknowledged = stored: the readings written during the phase.
@@ -300,10 +303,10 @@ export const dense: Scenario = async (ctx) => {
           line(NAME, `export ${days} days hourly, all environments, CSV (${store})`, exportMs, undefined, 'ms', undefined, 'target', `${exportRows} rows; statuses ${JSON.stringify(exportStatuses)}${Object.keys(refusals).length ? `; refusals ${JSON.stringify(refusals)}` : ''}${brokenBecause ? ` (the server: ${brokenBecause})` : ''}; target: no 429 or timeout`),
           line(NAME, `ingest ack p99 during the phase (${store})`, quantile(acks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(acks, 0.5).toFixed(1)} ms, max ${quantile(acks, 1).toFixed(0)} ms; after the first 10 s p99 ${quantile(acksWarm, 0.99).toFixed(0)} ms; the server's store writes (group commits) p99 ≤ ${flushP99.bound * 1000} ms of ${flushP99.total}; ${acknowledged} acknowledged, ${stored} stored, ${ingestFailures} failed; target < 250 ms and acknowledged = stored`),
           line(NAME, `rollup marks drained after the phase (${store})`, drainMs, undefined, 'ms', undefined, 'target', `marks ${marksBefore} before the phase, ${marksAfterPhase} after it, ${marksLeft} left after ${(drainMs / 1000).toFixed(0)} s; target: drained within 120 s`),
-          line(NAME, `cores busy during the phase (${store})`, phaseCpu.machineCores, undefined, 'cores', undefined, 'target', `of ${cpus().length}; ${Object.entries(phaseCpu.cores).map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', ')}, everything else ${(phaseCpu.machineCores - Object.values(phaseCpu.cores).reduce((a, b) => a + b, 0)).toFixed(2)} (the bench counts its own process; Postgres's backends of the records database open at the phase's start); our server's peak RSS since it started ${serverPeakRss.toFixed(0)} MiB`),
+          line(NAME, `cores busy during the phase (${store})`, phaseCpu.machineCores, undefined, 'cores', undefined, 'target', `of ${cpus().length}; ${Object.entries(phaseCpu.cores).map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', ')}, everything else ${(phaseCpu.machineCores - Object.values(phaseCpu.cores).reduce((a, b) => a + b, 0)).toFixed(2)} (the bench counts its own process; Postgres's backends of the records database open at the phase's start); our server's peak RSS since it started ${serverPeakRss.toFixed(0)} MiB; its event loop late by p99 ≤ ${serverLag.bound * 1000} ms, at most ≤ ${serverLagMax.bound * 1000} ms (of ${serverLag.total} samples)`),
           line(NAME, `one environment's last day: API counts = raw rows (${store})`, apiCount === rawCount ? 1 : 0, undefined, 'bool', undefined, 'target', `API ${apiCount}, raw ${rawCount}`),
         ]
-        return { lines, details: { store, ...(setup ? { questdb: setup } : {}), devices: devicesCount, environments: environmentsCount, days, dashboards, seconds, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), phaseMs, dashboardStatuses, latestStatuses, exportStatuses, refusals, exportRows, exportMs, acknowledged, stored, ingestFailures, marksBefore, marksAfterPhase, marksLeft, drainMs, sharedReads, keptRows, storeRows, apiCount, rawCount, walkAgainP99: quantile(walksAgain, 0.99), latestAgainP99: quantile(latestAgain, 0.99), ackWarmP99: quantile(acksWarm, 0.99), flushP99Ms: flushP99.bound * 1000, phaseCpu, serverPeakRss, latestKept: latestFrom('kept'), latestStore: latestFrom('store') } }
+        return { lines, details: { store, ...(setup ? { questdb: setup } : {}), devices: devicesCount, environments: environmentsCount, days, dashboards, seconds, readings: total, loadMs, readingsPerSecond: total / (loadMs / 1000), phaseMs, dashboardStatuses, latestStatuses, exportStatuses, refusals, exportRows, exportMs, acknowledged, stored, ingestFailures, marksBefore, marksAfterPhase, marksLeft, drainMs, sharedReads, keptRows, storeRows, apiCount, rawCount, walkAgainP99: quantile(walksAgain, 0.99), latestAgainP99: quantile(latestAgain, 0.99), ackWarmP99: quantile(acksWarm, 0.99), flushP99Ms: flushP99.bound * 1000, phaseCpu, serverPeakRss, serverLagP99Ms: serverLag.bound * 1000, latestKept: latestFrom('kept'), latestStore: latestFrom('store') } }
       } finally {
         await records.end()
       }
