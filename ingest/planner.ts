@@ -59,7 +59,7 @@ export interface QueryCost {
 }
 
 /**
- * The most rows one request has the store compute: a raw page or file its `limit`, the latest readings one per series;
+ * The most rows one request has the store compute: a raw page or file its `limit`, a page of the latest readings too;
  * a page or file of buckets the stretch of the window it is read from (bucketPage), `limit` rows and a bucket's worth
  * on either side (a bucket has a row per series at most), never more than the whole question. What a request costs is
  * what it reads, not the size of the question it is a page of: a dashboard's 24 hours of 5-minute buckets for 160
@@ -74,13 +74,14 @@ export function readRows(shape: ReadingsShape, bound: number, series: number, li
 export const bucketsIn = (from: number, to: number, interval: IntervalName) => bucketNumber(interval, to - 1) - bucketNumber(interval, from) + 1
 
 /**
- * The most rows a query can give: raw pages and files hold at most `limit` rows; the latest readings one per series;
+ * The most rows a query can give: raw pages and files hold at most `limit` rows, and so do pages of the latest readings
+ * (a row per series, not counted: the catalogue is not read to plan them);
  * buckets one per series per bucket of the window, whatever the fill (a fill adds rows only up to that).
  */
 export function boundRows(shape: ReadingsShape, series: number, from: number, to: number): number {
   switch (shape.kind) {
-    case 'raw': return shape.limit
-    case 'latest': return Math.min(shape.limit, series)
+    case 'raw':
+    case 'latest': return shape.limit
     case 'buckets': return series * bucketsIn(from, to, shape.interval)
   }
 }

@@ -100,7 +100,7 @@ with \`suggested_from\` when the window must start on its grid for the rollups t
 \`max_window_seconds\` (the longest window that fits at this interval). Each store query then runs for at most
 ${LIMITS.timeoutMs / 1000} s (\`READINGS_QUERY_TIMEOUT_MS\`) and is cancelled in the store past it, or when the client goes away: 422
 \`query_timeout\`, saying what to narrow. A request is heavy when it has the store compute over ${LIMITS.heavyRows.toLocaleString('en-US')} rows
-(\`READINGS_HEAVY_ROWS\`), counted from what it reads, not from the whole question it is a page of: a raw page or CSV file its \`limit\`; a
+(\`READINGS_HEAVY_ROWS\`), counted from what it reads, not from the whole question it is a page of: a raw page, CSV file or page of latest readings its \`limit\`; a
 page or file of buckets its \`limit\` plus a bucket's rows on either side (one per series the filter matches), at most the whole question.
 An account runs at most ${LIMITS.perAccount} heavy requests at once (\`READINGS_QUERIES_PER_ACCOUNT\`, counted across the
 service's processes), beyond that 429 \`too_many_queries\` with \`Retry-After\`; and a process runs ${LIMITS.heavyConcurrency} heavy ${LIMITS.heavyConcurrency === 1 ? 'query' : 'queries'}
@@ -336,8 +336,10 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       const rowLimit = limit ?? (csv ? CSV_LIMIT.default : JSON_LIMIT.default)
       // The cost is known before anything runs in the store: refused here when over the limits (ingest/planner.ts).
       const shape: ReadingsShape = query.latest ? { kind: 'latest', limit: rowLimit } : query.interval ? { kind: 'buckets', interval: query.interval, fill: query.fill ?? 'none' } : { kind: 'raw', limit: rowLimit }
-      // A query grouped by metric costs what the series it aggregates cost, though it answers a row per metric.
-      const series = await deps.series.count(filter)
+      // A query grouped by metric costs what the series it aggregates cost, though it answers a row per metric. The
+      // latest readings cost their page's limit at most (planner.ts boundRows), with no read of the catalogue: their
+      // answer reads it once more (kept-latest.ts), and every read of the records database is a wait in a busy process.
+      const series = query.latest ? 0 : await deps.series.count(filter)
       const catalogue: CatalogueScope = { series, metrics: spec?.groupBy === 'metric' ? await deps.series.metrics(filter) : [] }
       // One more row than the page or file: whether the listing goes on.
       const { bound, heavy } = planQuery(shape, series, from, to, { limits: deps.config.readingsQueries, levels: store.rollupLevels, retention: deps.config.readingsRetention, now: Date.now() }, rowLimit + 1)
