@@ -23,6 +23,14 @@
 //   entry: a write into a series whose entry is missing (the shared store lost it) may be a late reading, and not
 //   its newest. A write that fails makes its series' entries not known (claimed, never settled): it may have stored
 //   some of its readings.
+// - The series a filter matches are listed from the catalogue and kept in this process under the epoch and the
+//   account's catalogue version (catalogueKey) read before listing; every write that registers a series sets that
+//   version anew once the catalogue holds the series, before it is acknowledged. A kept list is used where the same
+//   read of the shared store as the entries finds both unchanged: a series whose reading was acknowledged before
+//   the ask was registered before its version was set, so a list kept under that version (or a later one) was
+//   listed after it was registered, and holds it. So does a list kept under this process's count of the account's
+//   registrations (SeriesCatalogue.registeredCount), for series registered here without a write that sets the
+//   version (the store's own registrations as it opens, a write through another wrapping of the store).
 // So a write committed before a read's check is in what the read proves, and one after it raised the claim (or
 // raises the entry next); either way the entry ends at the newest of them. A reading sent again replaces the one
 // stored (QuestDB's dedup upsert): an equal order replaces too. Sent again under the channel's new mapping, it moves
@@ -62,6 +70,14 @@ const NONE = 0
  */
 const ACCOUNT_SEED_SPACING_MS = 60_000
 const entryKey = (seriesId: number) => `readings-latest:${seriesId}`
+/**
+ * An account's catalogue version: set anew by every write that registers a series of it, once the catalogue holds
+ * the series and before the write is acknowledged. A list of series kept under the version (and epoch) the shared
+ * store still holds is the catalogue's list now (see latest()).
+ */
+const catalogueKey = (accountId: string) => `readings-latest:catalogue:${accountId}`
+/** Filters whose series lists are kept at most; past it the lists start over. */
+const MAX_LISTS = 10_000
 /** The group of a channel's entries, one per series it was stored under. */
 const channelGroup = (channelId: number) => `readings-latest:channel:${channelId}`
 const seriesOf = (r: { device_id: string; channel: string; metric: string | null; environment_id: string | null }) => JSON.stringify([r.device_id, r.channel, r.metric, r.environment_id])
@@ -75,7 +91,7 @@ export interface KeptLatestOptions {
 }
 
 /** `store` with each series' newest reading kept in `shared` as it is written, and latest() answered from it where it can be. */
-export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalogue: Pick<SeriesCatalogue, 'idsOf' | 'list'>, options: KeptLatestOptions): ReadingsStore {
+export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalogue: Pick<SeriesCatalogue, 'idsOf' | 'list' | 'registeredCount'>, options: KeptLatestOptions): ReadingsStore {
   const up = () => primaryUp(shared)
   const outage = epochAfterOutage(shared, EPOCH_KEY, EPOCH_MS)
   let epoch: { value: Promise<string>; readAt: number } | undefined
@@ -163,6 +179,12 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
    * series, and at a dense site all of them report every few seconds). Bounded as a room's is, at MAX_SERIES.
    */
   const accountSeeds = new Map<string, { done: Promise<unknown>; at: number }>()
+  /**
+   * The series of filters asked lately, kept with the epoch and catalogue version (catalogueKey) they were listed
+   * under: a room's latest values are then one round trip of the shared store, where listing its series from the
+   * records database at every ask was a second wait in a busy process (the dense site: a room's latest p99 119 ms).
+   */
+  const lists = new Map<string, { epoch: string; version: string; registered: number; series: readonly SeriesRow[]; keys: string[] }>()
   const seedAccount = (filter: ReadingsFilter, current: string, signal: AbortSignal): Promise<unknown> => {
     const key = `${filter.accountId} ${filter.from} ${filter.to}`
     const last = accountSeeds.get(key)
@@ -217,7 +239,18 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
       if (!readings.length) return store.write(readings)
       // Series new to the catalogue are registered here, their entries made first (entriesOfNew); the store's write
       // then finds them in the catalogue's cache.
-      const ids = await catalogue.idsOf(readings, entriesOfNew)
+      let registering = false
+      const ids = await catalogue.idsOf(readings, (series) => {
+        registering = true
+        return entriesOfNew(series)
+      })
+      if (registering) {
+        // After the catalogue's insert, before the write is acknowledged: every list of these accounts' series kept by
+        // any process is listed again. As raises, into the fallback while Redis is unreachable, and then the epoch
+        // after the outage voids every list kept meanwhile.
+        await shared.setMany([...new Set(readings.map((r) => catalogueKey(r.accountId)))], randomUUID(), EPOCH_MS)
+        outage.wrote()
+      }
       try {
         await store.write(readings)
       } catch (error) {
@@ -258,9 +291,33 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
       if (!up() || filter.from >= filter.to) return fromStore()
       await afterOutage()
       const began = Date.now()
-      const series = await catalogue.list(filter)
-      if (series.length > MAX_SERIES) return fromStore()
-      const keys = series.map((s) => entryKey(s.id))
+      const listKey = JSON.stringify([filter.accountId, filter.environmentId, filter.deviceId, filter.channel, filter.metric])
+      const versionKey = catalogueKey(filter.accountId)
+      // The filter's series kept from an earlier ask, with the entries, in one round trip: where the epoch and the
+      // account's catalogue version are still the ones they were listed under, so is the list.
+      const listedBefore = lists.get(listKey)
+      let found: { series: readonly SeriesRow[]; keys: string[]; held: string | null; entries: (string | null)[] } | undefined
+      if (listedBefore) {
+        const [held, version, ...entries] = await shared.getMany([EPOCH_KEY, versionKey, ...listedBefore.keys])
+        if (held === listedBefore.epoch && version === listedBefore.version && catalogue.registeredCount(filter.accountId) === listedBefore.registered) found = { ...listedBefore, held, entries }
+      }
+      if (!found) {
+        // The version first, then the list: a list is at least as new as the version it is kept under.
+        const registered = catalogue.registeredCount(filter.accountId)
+        const [epochHeld, versionHeld] = await shared.getMany([EPOCH_KEY, versionKey])
+        const version = versionHeld ?? randomUUID()
+        if (!versionHeld) await shared.set(versionKey, version, EPOCH_MS)
+        const series = await catalogue.list(filter)
+        if (series.length > MAX_SERIES) return fromStore()
+        const keys = series.map((s) => entryKey(s.id))
+        if (epochHeld) {
+          if (lists.size >= MAX_LISTS) lists.clear()
+          lists.set(listKey, { epoch: epochHeld, version, registered, series, keys })
+        }
+        const [held = null, ...entries] = await shared.getMany([EPOCH_KEY, ...keys])
+        found = { series, keys, held, entries }
+      }
+      const { series, keys } = found
       /** The answer the entries give now, if they prove one, and the epoch the shared store holds. */
       const fromEntries = async () => {
         const [held, ...entries] = await shared.getMany([EPOCH_KEY, ...keys])
@@ -270,7 +327,8 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
         const start = after ? kept.findIndex((r) => (byteOrder(r.device_id, after[0]) || byteOrder(r.channel, after[1])) > 0) : 0
         return start < 0 ? [] : kept.slice(start, start + limit)
       }
-      const { held, kept } = await fromEntries()
+      const held = found.held
+      const kept = held ? answerFromKept(series, found.entries, held, filter) : undefined
       if (kept) {
         options.onAnswer?.('kept')
         return page(kept)

@@ -29,7 +29,19 @@ export class SeriesCatalogue {
   /** device → channel → the series last seen there (a channel's mapping rarely changes, so one entry is enough). */
   private readonly known = new Map<string, Map<string, Known>>()
 
+  /** Per account, how many registrations of its series this catalogue made (registeredCount). */
+  private readonly registrations = new Map<string, number>()
+
   constructor(private readonly database: Pick<Database, 'query'>) {}
+
+  /**
+   * How many times this catalogue (this process) registered series of the account: changed once a registration is in
+   * the catalogue, before its readings are written, so a list of the account's series made after reading it holds
+   * every series registered here before then (kept-latest.ts keeps lists by it).
+   */
+  registeredCount(accountId: string): number {
+    return this.registrations.get(accountId) ?? 0
+  }
 
   /**
    * The series and channel ids of each reading, in order; series not seen before are registered at once, those not
@@ -137,6 +149,7 @@ export class SeriesCatalogue {
           order by 1, 2, 3, 4, 5
           on conflict do nothing`, columns)
       }
+      for (const accountId of new Set(absent.map((r) => r.accountId))) this.registrations.set(accountId, this.registeredCount(accountId) + 1)
       // Read back: a series another process registered at the same moment is not returned by an insert (it was not
       // visible to that statement), and its id is the one that counts.
       rows.push(...await this.registered(absent))

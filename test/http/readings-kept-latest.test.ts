@@ -363,5 +363,57 @@ for (const { name, overrides, drop } of stores) {
       expect(await good.latest(filter, 10)).toEqual(newestOf(stored, filter))
       expect({ kept: counted.kept - before.kept, store: counted.store - before.store }).toEqual({ kept: 1, store: 1 })
     })
+
+    test('a filter\'s series are listed once and kept, and listed again once any process registers a series of the account', async () => {
+      const owner = await env.account({ scopes: ['environment:read'] })
+      const redis = memoryStore()
+      // The reading process: its listings counted, and one held back after reading the catalogue when asked to.
+      const listings: ReadingsFilter[] = []
+      let hold: Promise<void> | undefined
+      const readerCatalogue = new SeriesCatalogue(env.deps.database)
+      const listingCatalogue = Object.assign(Object.create(readerCatalogue) as SeriesCatalogue, {
+        list: async (filter: ReadingsFilter) => {
+          listings.push(filter)
+          const rows = await readerCatalogue.list(filter)
+          await hold
+          return rows
+        },
+      })
+      const reader = keepingLatest(env.deps.readings, redis, listingCatalogue, { rawHorizon: () => -Infinity })
+      const writer = keepingLatest(env.deps.readings, redis, new SeriesCatalogue(env.deps.database), { rawHorizon: () => -Infinity })
+      const reading = (deviceId: string, channel: string, minute: number, value: number): Reading => ({ accountId: owner.accountId, deviceId: `${deviceId}_${owner.accountId}`, channel, ts: BASE + minute * MIN, value, metric: 'temperature', environmentId: 'env_1' })
+      const room: ReadingsFilter = { accountId: owner.accountId, environmentId: 'env_1', ...ALL_TIME() }
+      const written = [reading('a', 't1', 1, 1.5)]
+      await write(writer, written)
+      expect(await reader.latest(room, 10)).toEqual(newestOf(written, room))
+      expect(await reader.latest(room, 10)).toEqual(newestOf(written, room))
+      expect(listings.length).toBe(1)
+      // A newer reading of a series listed: no listing.
+      written.push(reading('a', 't1', 2, 2.5))
+      await write(writer, written.slice(-1))
+      expect(await reader.latest(room, 10)).toEqual(newestOf(written, room))
+      expect(listings.length).toBe(1)
+      // A series registered by the other process: listed again.
+      written.push(reading('b', 'h1', 3, 3.5))
+      await write(writer, written.slice(-1))
+      expect(await reader.latest(room, 10)).toEqual(newestOf(written, room))
+      expect(listings.length).toBe(2)
+      // A series registered after a listing read the catalogue, before it was kept: the next ask lists again.
+      const device: ReadingsFilter = { ...room, deviceId: `b_${owner.accountId}` }
+      let release!: () => void
+      hold = new Promise((resolve) => { release = resolve })
+      const asked = reader.latest(device, 10)
+      await waitFor(async () => listings.length === 3, 2_000)
+      const late = reading('b', 'x1', 4, 4.5)
+      await write(writer, [late])
+      release()
+      hold = undefined
+      // Asked before that write was acknowledged, the answer may hold it or not.
+      expect([newestOf(written, device), newestOf([...written, late], device)]).toContainEqual(await asked)
+      written.push(late)
+      expect(await reader.latest(device, 10)).toEqual(newestOf(written, device))
+      expect(await reader.latest(room, 10)).toEqual(newestOf(written, room))
+      expect(listings.length).toBe(5)
+    })
   })
 }
