@@ -19,10 +19,10 @@
 //   all time has none; of any other it proves nothing, and its claim goes. A claim never settled (a read that
 //   failed) is never an answer, and the next read claims it again.
 // - Every write, once stored and before it is acknowledged, raises the entries of its series that are held, claimed
-//   ones included, keeping their tag (an entry only moves forward, whichever comes last). Past registering, a write never makes an
-//   entry: a write into a series whose entry is missing (the shared store lost it) may be a late reading, and not
-//   its newest. A write that fails makes its series' entries not known (claimed, never settled): it may have stored
-//   some of its readings.
+//   ones included, keeping their tag (an entry only moves forward, whichever comes last). Past registering, a write
+//   never makes an entry: a write into a series whose entry is missing (the shared store lost it) may be a late
+//   reading, and not its newest. A write that fails makes its series' entries not known (claimed, never settled): it
+//   may have stored some of its readings.
 // - The series a filter matches are listed from the catalogue and kept in this process under the epoch and the
 //   account's catalogue version (catalogueKey) read before listing; every write that registers a series sets that
 //   version anew once the catalogue holds the series, before it is acknowledged. A kept list is used where the same
@@ -76,8 +76,8 @@ const entryKey = (seriesId: number) => `readings-latest:${seriesId}`
  * store still holds is the catalogue's list now (see latest()).
  */
 const catalogueKey = (accountId: string) => `readings-latest:catalogue:${accountId}`
-/** Filters whose series lists are kept at most; past it the lists start over. */
-const MAX_LISTS = 10_000
+/** Series kept in lists at most, all filters together (each list holds up to MAX_SERIES); past it the lists start over. */
+const MAX_LISTED_SERIES = 1_000_000
 /** The group of a channel's entries, one per series it was stored under. */
 const channelGroup = (channelId: number) => `readings-latest:channel:${channelId}`
 const seriesOf = (r: { device_id: string; channel: string; metric: string | null; environment_id: string | null }) => JSON.stringify([r.device_id, r.channel, r.metric, r.environment_id])
@@ -185,6 +185,7 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
    * records database at every ask was a second wait in a busy process (the dense site: a room's latest p99 119 ms).
    */
   const lists = new Map<string, { epoch: string; version: string; registered: number; series: readonly SeriesRow[]; keys: string[] }>()
+  let listedSeries = 0
   const seedAccount = (filter: ReadingsFilter, current: string, signal: AbortSignal): Promise<unknown> => {
     const key = `${filter.accountId} ${filter.from} ${filter.to}`
     const last = accountSeeds.get(key)
@@ -311,7 +312,11 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
         if (series.length > MAX_SERIES) return fromStore()
         const keys = series.map((s) => entryKey(s.id))
         if (epochHeld) {
-          if (lists.size >= MAX_LISTS) lists.clear()
+          listedSeries += series.length - (lists.get(listKey)?.series.length ?? 0)
+          if (listedSeries > MAX_LISTED_SERIES) {
+            lists.clear()
+            listedSeries = series.length
+          }
           lists.set(listKey, { epoch: epochHeld, version, registered, series, keys })
         }
         const [held = null, ...entries] = await shared.getMany([EPOCH_KEY, ...keys])
