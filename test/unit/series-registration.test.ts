@@ -17,7 +17,7 @@ beforeAll(async () => {
 })
 afterAll(async () => { await env?.close() })
 
-test('eight writers registering the same 2,000 new series at once, in different orders, all succeed with the same ids', async () => {
+test('eight writers registering the same 2,000 new series at once, in different orders, all succeed with the same ids (half of them taking ids first for a hook, as kept-latest.ts does)', async () => {
   for (let round = 0; round < 3; round++) {
     const readings: Reading[] = []
     for (let d = 0; d < 200; d++) {
@@ -27,7 +27,10 @@ test('eight writers registering the same 2,000 new series at once, in different 
     }
     const writers = Array.from({ length: 8 }, () => new SeriesCatalogue(env.deps.database))
     const orders = writers.map((_, i) => shuffled(readings, round * 10 + i + 1))
-    const results = await Promise.allSettled(writers.map((catalogue, i) => catalogue.idsOf(orders[i]!)))
+    // Ids taken first and handed to the hook before the insert (beforeRegistering), by every other writer.
+    const planned = new Set<number>()
+    const hook = async (series: readonly { id: number }[]) => { for (const s of series) planned.add(s.id) }
+    const results = await Promise.allSettled(writers.map((catalogue, i) => catalogue.idsOf(orders[i]!, i % 2 ? hook : undefined)))
     expect(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))).toEqual([])
     // The same series has the same id whichever writer registered it.
     const idOf = new Map<string, number>()
@@ -40,6 +43,7 @@ test('eight writers registering the same 2,000 new series at once, in different 
         else expect(ids[k]).toBe(known)
       })
     })
+    expect(planned.size).toBeGreaterThan(0)
     expect(idOf.size).toBe(2_000)
     expect(new Set(idOf.values()).size).toBe(2_000)
   }

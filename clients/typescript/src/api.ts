@@ -692,7 +692,7 @@ export interface paths {
          *     `max_window_seconds` (the longest window that fits at this interval). Each store query then runs for at most
          *     5 s (`READINGS_QUERY_TIMEOUT_MS`) and is cancelled in the store past it, or when the client goes away: 422
          *     `query_timeout`, saying what to narrow. A request is heavy when it has the store compute over 20,000 rows
-         *     (`READINGS_HEAVY_ROWS`), counted from what it reads, not from the whole question it is a page of: a raw page or CSV file its `limit`; a
+         *     (`READINGS_HEAVY_ROWS`), counted from what it reads, not from the whole question it is a page of: a raw page, CSV file or page of latest readings its `limit`; a
          *     page or file of buckets its `limit` plus a bucket's rows on either side (one per series the filter matches), at most the whole question.
          *     An account runs at most 2 heavy requests at once (`READINGS_QUERIES_PER_ACCOUNT`, counted across the
          *     service's processes), beyond that 429 `too_many_queries` with `Retry-After`; and a process runs 1 heavy query
