@@ -294,9 +294,9 @@ export const dense: Scenario = async (ctx) => {
         const latestAsked = Object.values(latestStatuses).reduce((a, b) => a + b, 0)
         const setup = table ? await questdbSetup() : undefined
         const scale = `${devicesCount} devices, ${environmentsCount} environments, ${days} days (${total.toLocaleString('en-US')} readings), ${dashboards} dashboards, ${seconds} s${steady ? `; steady: the phase began once the load's marks had drained (${(settledMs / 1000).toFixed(0)} s)` : ''}${setup ? `; ${setup}` : ''}${Object.keys(readingsSettings).length ? `; ${Object.entries(readingsSettings).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}`
-        // Why a file broke off, as the server logged it (ingest/query.ts: readings_csv_broken).
         // Times the server found Redis unreachable (a command past REDIS_COMMAND_TIMEOUT_MS, say): kept entries go unused meanwhile.
         const redisLost = (local!.server.output().match(/shared store unreachable/g) ?? []).length
+        // Why a file broke off, as the server logged it (ingest/query.ts: readings_csv_broken).
         const brokenBecause = /"readings_csv_broken".*?"error":"([^"]*)"/.exec(local!.server.output())?.[1]
         const lines: Line[] = [
           line(NAME, `dashboards answered (${store}), %`, asked ? (100 * answered) / asked : 0, undefined, '%', undefined, 'target', `${answered} of ${asked} (${JSON.stringify(dashboardStatuses)})${Object.keys(refusals).length ? `; refusals ${JSON.stringify(refusals)}` : ''}; target ≥ 99 %; ${scale}`),
