@@ -323,10 +323,10 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
         found = { series, keys, held, entries }
       }
       const { series, keys } = found
-      /** The answer the entries give now, if they prove one, and the epoch the shared store holds. */
+      /** The answer the entries give now, if they prove one. */
       const fromEntries = async () => {
         const [held, ...entries] = await shared.getMany([EPOCH_KEY, ...keys])
-        return { held, kept: held ? answerFromKept(series, entries, held, filter) : undefined }
+        return held ? answerFromKept(series, entries, held, filter) : undefined
       }
       const page = (kept: RawRow[]) => {
         const start = after ? kept.findIndex((r) => (byteOrder(r.device_id, after[0]) || byteOrder(r.channel, after[1])) > 0) : 0
@@ -349,7 +349,7 @@ export function keepingLatest(store: ReadingsStore, shared: SharedStore, catalog
       const narrowed = filter.deviceId !== undefined || filter.channel !== undefined || filter.metric !== undefined || filter.environmentId !== undefined
       if (!after && narrowed && filter.from <= MIN_READING_TS) {
         await seedAccount(filter, current, signal)
-        const seeded = (await fromEntries()).kept
+        const seeded = await fromEntries()
         if (seeded) {
           // Not from entries as they stood when asked: counted as the store's answer, which it was, for the account.
           options.onAnswer?.('store')
