@@ -129,26 +129,16 @@ export class SeriesCatalogue {
     const found = new Set(rows.map(keyOfRow))
     const absent = [...unique].filter(([key]) => !found.has(key)).map(([, r]) => r)
     if (absent.length) {
-      const columns = columnsOf(absent)
-      if (beforeRegistering) {
-        // Their ids are taken first, and `beforeRegistering` runs before the insert makes them visible: no process can
-        // write into a series until it has.
-        const planned = await this.database.query<SeriesRow & { account_id: string }>(`select nextval(pg_get_serial_sequence('reading_series', 'id'))::int as id, ch.id as channel_id,
-            i.a as account_id, i.d as device_id, i.c as channel, i.m as metric, i.e as environment_id
-          from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as i(a, d, c, m, e)
-            join reading_channels ch on ch.device_id = i.d and ch.channel = i.c
-          order by 3, 4, 5, 6, 7`, columns)
-        await beforeRegistering(planned.map((p) => ({ ...p, id: Number(p.id), channel_id: Number(p.channel_id) })))
-        await this.database.query(`insert into reading_series (id, account_id, device_id, channel, metric, environment_id, channel_id) overriding system value
-          select * from unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int4[]) order by 2, 3, 4, 5, 6
-          on conflict do nothing`, [planned.map((p) => p.id), ...columnsOf(planned.map((p) => ({ accountId: p.account_id, deviceId: p.device_id, channel: p.channel, metric: p.metric, environmentId: p.environment_id }))), planned.map((p) => p.channel_id)])
-      } else {
-        await this.database.query(`insert into reading_series (account_id, device_id, channel, metric, environment_id, channel_id)
-          select i.a, i.d, i.c, i.m, i.e, ch.id from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as i(a, d, c, m, e)
-            join reading_channels ch on ch.device_id = i.d and ch.channel = i.c
-          order by 1, 2, 3, 4, 5
-          on conflict do nothing`, columns)
-      }
+      // Their ids are taken first, and `beforeRegistering` runs before the insert makes them visible: no process can
+      // write into a series until it has.
+      const planned = (await this.database.query<SeriesRow & { account_id: string }>(`select nextval(pg_get_serial_sequence('reading_series', 'id'))::int as id, ch.id as channel_id,
+          i.a as account_id, i.d as device_id, i.c as channel, i.m as metric, i.e as environment_id
+        from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as i(a, d, c, m, e)
+          join reading_channels ch on ch.device_id = i.d and ch.channel = i.c`, columnsOf(absent))).map((p) => ({ ...p, id: Number(p.id), channel_id: Number(p.channel_id) }))
+      await beforeRegistering?.(planned)
+      await this.database.query(`insert into reading_series (id, account_id, device_id, channel, metric, environment_id, channel_id) overriding system value
+        select * from unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int4[]) order by 2, 3, 4, 5, 6
+        on conflict do nothing`, [planned.map((p) => p.id), planned.map((p) => p.account_id), planned.map((p) => p.device_id), planned.map((p) => p.channel), planned.map((p) => p.metric), planned.map((p) => p.environment_id), planned.map((p) => p.channel_id)])
       for (const accountId of new Set(absent.map((r) => r.accountId))) this.registrations.set(accountId, this.registeredCount(accountId) + 1)
       // Read back: a series another process registered at the same moment is not returned by an insert (it was not
       // visible to that statement), and its id is the one that counts.
