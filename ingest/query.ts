@@ -120,7 +120,7 @@ Whole buckets a JSON page read are kept by the service (\`READINGS_KEPT_ROWS\`, 
 kept bucket's time, by any process, makes it read again, so the answer is the one a read of its own gives. Buckets another request is
 reading from the store at that moment, with no write into their time since, are waited for rather than read again.
 
-**Retention.** Raw readings are kept ${RETENTION.rawDays} days, minute rollups ${RETENTION.minuteDays}, hour rollups ${RETENTION.hourDays}, day rollups
+**Retention.** Raw readings are kept ${RETENTION.rawDays} days, minute and 5-minute rollups ${RETENTION.minuteDays}, hour rollups ${RETENTION.hourDays}, day rollups
 ${RETENTION.dayDays ? `${RETENTION.dayDays} days` : 'forever'} (operator settings \`READINGS_RETENTION_DAYS\`, \`READINGS_MINUTE_ROLLUP_RETENTION_DAYS\`,
 \`READINGS_HOUR_ROLLUP_RETENTION_DAYS\`, \`READINGS_DAY_ROLLUP_RETENTION_DAYS\`; 0 keeps forever; deployment-wide, not per account, since
 expiry drops whole partitions), each counted in whole UTC days back from today. A window that reaches before them is answered from the

@@ -56,7 +56,7 @@ async function postgresUnderTest(ours: FreshDatabase): Promise<StoreUnderTest> {
     },
     async direct(spec) {
       const sql = postgres(copyDb.url, { max: 1, onnotice: () => {} })
-      try { await sql`truncate readings, reading_rollups_1m, reading_rollups_1h, reading_rollups_1d, reading_latest` } finally { await sql.end() }
+      try { await sql`truncate readings, reading_rollups_1m, reading_rollups_5m, reading_rollups_1h, reading_rollups_1d, reading_latest` } finally { await sql.end() }
       const copy = await runForResult<BaselineResult>('COPY baseline', [BUN, COPY_SCRIPT, JSON.stringify({ databaseUrl: copyDb.url, spec } satisfies CopyConfig)])
       return {
         rowsPerSecond: copy.rowsPerSecond, verified: copy.stored === copy.rows,

@@ -112,7 +112,7 @@ export const readingSeries = pgTable('reading_series', {
   index('reading_series_account_environment_idx').on(t.account_id, t.environment_id),
 ])
 
-/** Rollups of readings per series (migrations 0006, 0007): one table per level, the same columns in each, partitioned by bucket. */
+/** Rollups of readings per series (migrations 0006, 0007, 0010): one table per level, the same columns in each, partitioned by bucket. */
 const rollupTable = (name: string) => pgTable(name, {
   series_id: integer('series_id').notNull(),
   bucket: instant('bucket').notNull(),
@@ -126,6 +126,7 @@ const rollupTable = (name: string) => pgTable(name, {
   last_value: doublePrecision('last_value').notNull(),
 }, (t) => [primaryKey({ name: `${name}_pkey`, columns: [t.series_id, t.bucket] })])
 export const readingRollups1m = rollupTable('reading_rollups_1m')
+export const readingRollups5m = rollupTable('reading_rollups_5m')
 export const readingRollups1h = rollupTable('reading_rollups_1h')
 export const readingRollups1d = rollupTable('reading_rollups_1d')
 

@@ -75,8 +75,8 @@ export type AggregationSpec = Pick<BucketSpec, 'interval' | 'aggregates' | 'grou
  */
 export type IntervalName = '1m' | '5m' | '15m' | '30m' | '1h' | '6h' | '12h' | '1d' | '1w' | '1mo'
 
-/** The levels of rollups a store may keep (ingest/planner.ts ROLLUP_LEVELS): per series, 1 minute, 1 hour, 1 day. */
-export type RollupLevel = '1m' | '1h' | '1d'
+/** The levels of rollups a store may keep (ingest/planner.ts ROLLUP_LEVELS): per series, 1 minute, 5 minutes, 1 hour, 1 day. */
+export type RollupLevel = '1m' | '5m' | '1h' | '1d'
 
 /** The earliest instant each level is sure to hold (ingest/planner.ts retentionHorizons); -Infinity: forever. */
 export type RetentionHorizons = Record<RollupLevel | 'raw', number>

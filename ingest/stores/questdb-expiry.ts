@@ -34,7 +34,11 @@
 // Several processes may run this at once: a drop matching nothing is no error (7.4 applies it as a no-op) and two
 // equal TTLs evict what one does. Each run reports the partitions it saw go, so two runs at once may both name one.
 import type { Sql } from 'postgres'
+import { ROLLUP_LEVELS } from '../planner.ts'
 import type { MaintenanceReport, RetentionHorizons, RollupLevel } from './interface.ts'
+
+/** The rollup levels, finest first (ROLLUP_LEVELS is coarsest first): expiry reports them in that order. */
+const FINEST_FIRST = ROLLUP_LEVELS.map((l) => l.name).reverse()
 
 export type PartitionUnit = 'day' | 'month'
 
@@ -170,7 +174,7 @@ export async function expireQuestdb(sql: Sql, table: string, rollups: { kind: 'v
   if (rollups?.kind !== 'views') {
     const dropped = await dropPartitions(sql, table, 'day', horizons.raw)
     if (rollups) {
-      for (const level of ['1m', '1h', '1d'] as const) dropped.push(...(await dropPartitions(sql, `${table}_${level}`, rollups.partitions[level], horizons[level])))
+      for (const level of FINEST_FIRST) dropped.push(...(await dropPartitions(sql, `${table}_${level}`, rollups.partitions[level], horizons[level])))
     }
     return { dropped, created: [] }
   }
@@ -179,6 +183,6 @@ export async function expireQuestdb(sql: Sql, table: string, rollups: { kind: 'v
   await limitRefresh(sql, `${table}_${rollups.chain[0]}`, horizons.raw, now)
   const dropped = await expireByTtl(sql, 'table', table, 'day', horizons.raw, now)
   if (rollups.chain[0] === '1s') dropped.push(...(await expireByTtl(sql, 'materialized view', `${table}_1s`, 'day', horizons.raw, now)))
-  for (const level of ['1m', '1h', '1d'] as const) dropped.push(...(await expireByTtl(sql, 'materialized view', `${table}_${level}`, views[level], horizons[level], now)))
+  for (const level of FINEST_FIRST) dropped.push(...(await expireByTtl(sql, 'materialized view', `${table}_${level}`, views[level], horizons[level], now)))
   return { dropped, created: [] }
 }

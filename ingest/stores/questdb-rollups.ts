@@ -1,10 +1,11 @@
 // Rollups of our own where QuestDB has no materialized views (7.4; views exist from 8.3.1): tables `${table}_1m`,
-// `_1h` and `_1d` shaped as the views are (questdb.ts), kept from what the readings table holds. Where QuestDB keeps
+// `_5m`, `_1h` and `_1d` shaped as the views are (questdb.ts), kept from what the readings table holds. Where QuestDB keeps
 // views, the same marks say which days they may lack while behind (ViewWatch, at the end of this file).
 //
 // Every write marks the minutes its readings fall in (reading_rollup_marks, in the records database) before it is
 // acknowledged. A refresh recomputes the marked minutes from the readings table once QuestDB has applied every write
-// acknowledged before it began (wal_tables()), then their hours from the minutes and their days from the hours,
+// acknowledged before it began (wal_tables()), then their five minutes from the minutes, their hours from the five
+// minutes and their days from the hours,
 // upserting (DEDUP UPSERT KEYS): so a retried batch counts once and a late reading updates its old buckets, as with
 // the views. A minute is recomputed once its mark has settled, SETTLE_MS after its last write: every write that
 // touched it was acknowledged before that refresh began (a write is answered within its request timeout, 10 s), so
@@ -30,6 +31,7 @@ import type { PartitionUnit } from './questdb-expiry.ts'
 import type { RollupLevel } from './interface.ts'
 
 const MINUTE_MS = 60_000
+const FIVE_MINUTES_MS = 300_000
 const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
 /** How long a mark stays after its minute was last written (see above). */
@@ -61,6 +63,8 @@ const APPLY_WAIT_MS = 10_000
 const VACUUM_AFTER_CHANGES = 10_000
 const VACUUM_EVERY_MS = 60_000
 
+/** The levels of our own tables, each rolled up from the one before it (the first from the readings). */
+const OWN_LEVELS = ['1m', '5m', '1h', '1d'] as const satisfies readonly RollupLevel[]
 const OWN_ROLLUP_COLUMNS = 'cnt long, sum_v double, min_v double, max_v double, last_v double, last_ts timestamp'
 const KEYS = 'ts, account_id, device_id, channel, metric, environment_id'
 
@@ -221,19 +225,33 @@ export class OwnRollups {
    * Makes the rollup tables. Made for the first time beside readings already stored (a 7.4 deployment upgraded), every
    * minute from the first reading to the last is marked first, so those days are read raw until rolled up, never from
    * empty rollups; marked before the tables exist, a start that fails between the two marks them again.
+   * The five-minute table, new beside the others (rollups of an earlier version), is rolled up from the minute table
+   * before this process refreshes anything (hours are made from it), and the raw readings' minutes are marked again:
+   * a refresh of another process may have rolled up a minute while that ran, and is done again over what it wrote.
+   * Processes of the earlier version must be stopped first: their refreshes settle marks without five minutes.
    */
   async create(): Promise<void> {
-    const [made] = await this.sql.unsafe<Record<string, unknown>[]>(`select table_name from tables() where table_name = '${this.marks.table}_1d'`)
-    if (!made) {
+    const exists = async (level: RollupLevel) => (await this.sql.unsafe<Record<string, unknown>[]>(`select table_name from tables() where table_name = '${this.marks.table}_${level}'`)).length > 0
+    const [earlier, fives] = [await exists('1d'), await exists('5m')]
+    const markAll = async () => {
       const [span] = await this.sql.unsafe<{ first: Date | null; last: Date | null }[]>(`select min(ts) first, max(ts) last from ${this.marks.table}`)
       if (span?.first && span.last) {
         await this.marks.records.query(`insert into reading_rollup_marks (store, minute)
-          select $1, generate_series(date_trunc('minute', $2::timestamptz), $3::timestamptz, interval '1 minute') on conflict do nothing`, [this.marks.table, new Date(span.first).toISOString(), new Date(span.last).toISOString()])
+          select $1, generate_series(date_trunc('minute', $2::timestamptz), $3::timestamptz, interval '1 minute') on conflict (store, minute) do update set marked_at = now()`, [this.marks.table, new Date(span.first).toISOString(), new Date(span.last).toISOString()])
       }
     }
-    for (const level of ['1m', '1h', '1d'] as const) {
+    if (!earlier) await markAll()
+    for (const level of OWN_LEVELS) {
       await this.sql.unsafe(`create table if not exists ${this.marks.table}_${level} (ts timestamp, account_id symbol, device_id symbol, channel symbol, metric symbol, environment_id symbol,
         ${OWN_ROLLUP_COLUMNS}) timestamp(ts) partition by ${this.partitions[level]} wal dedup upsert keys(${KEYS})`)
+    }
+    if (earlier && !fives) {
+      const [span] = await this.sql.unsafe<{ first: Date | null; last: Date | null }[]>(`select min(ts) first, max(ts) last from ${this.marks.table}_1m`)
+      if (span?.first && span.last) {
+        for (const [from, to] of byDay([[new Date(span.first).getTime(), new Date(span.last).getTime() + MINUTE_MS]])) await this.sql.unsafe(this.rollupSql('5m', `${this.marks.table}_1m`, from, to))
+        if (!(await this.applied(`${this.marks.table}_5m`))) throw new Error(`QuestDB did not apply ${this.marks.table}_5m's rollup from ${this.marks.table}_1m in time`)
+      }
+      await markAll()
     }
   }
 
@@ -276,7 +294,8 @@ export class OwnRollups {
     const kept = minutes.filter((m) => m >= this.rawHorizon).sort((a, b) => a - b)
     const steps: [RollupLevel, string, [number, number][]][] = [
       ['1m', this.marks.table, byDay(stretches(kept, MINUTE_MS, MINUTE_GAP_MS))],
-      ['1h', `${this.marks.table}_1m`, byDay(stretches(kept, HOUR_MS, HOUR_MS))],
+      ['5m', `${this.marks.table}_1m`, byDay(stretches(kept, FIVE_MINUTES_MS, HOUR_MS))],
+      ['1h', `${this.marks.table}_5m`, byDay(stretches(kept, HOUR_MS, HOUR_MS))],
       ['1d', `${this.marks.table}_1h`, stretches(kept, DAY_MS)],
     ]
     for (const [level, source, ranges] of steps) {
@@ -335,8 +354,9 @@ async function appliedTxn(sql: Sql, name: string, waitMs = APPLY_WAIT_MS, wanted
 }
 
 /**
- * QuestDB's views (8.3.1 on), each built from the one before it: `1s` from the readings table, then the three levels
- * the planner reads. The one-second view is only a step: QuestDB refreshes a view by recomputing every bucket its
+ * QuestDB's views (8.3.1 on), each built from the one before it: `1s` from the readings table, then the four levels
+ * the planner reads. (Views an earlier version made have the hours from the minutes: a five-minute view is added
+ * beside them, on the minutes, and the hours stay as they are.) The one-second view is only a step: QuestDB refreshes a view by recomputing every bucket its
  * base's new transactions touch, whole, so a minute view on the table read the current minute's readings again at
  * every refresh, and a dense stream paid for each reading many times over. A one-second bucket is over before it
  * holds much. `bun bench/questdb-view-cost.ts` on 9.3.2 (18 million readings at full speed over ILP/HTTP, QuestDB
@@ -345,13 +365,14 @@ async function appliedTxn(sql: Sql, name: string, waitMs = APPLY_WAIT_MS, wanted
  * the minute view by hand every 2 s instead: 2.53 and 2.74, against 1.85 and 1.88 with no views.) The cost: a sparse
  * series has about a row per reading in it, as in the minute view (the README gives the bytes).
  */
-export const VIEW_CHAIN = ['1s', '1m', '1h', '1d'] as const
+export const VIEW_CHAIN = ['1s', '1m', '5m', '1h', '1d'] as const
 export type ViewLevel = (typeof VIEW_CHAIN)[number]
 /**
- * The views an earlier version made, the minute view on the table. A store keeps them where rebuilding them on
- * VIEW_CHAIN would lose rollups (raw readings have expired since): see makeViews in questdb.ts.
+ * The views an earlier version made, the minute view on the table, with a five-minute view added on the minutes. A
+ * store keeps them where rebuilding them on VIEW_CHAIN would lose rollups (raw readings have expired since): see
+ * makeViews in questdb.ts.
  */
-export const TABLE_MINUTE_CHAIN = ['1m', '1h', '1d'] as const
+export const TABLE_MINUTE_CHAIN = ['1m', '5m', '1h', '1d'] as const
 export type ViewChain = typeof VIEW_CHAIN | typeof TABLE_MINUTE_CHAIN
 
 /** How often ViewWatch looks for marks to settle. */

@@ -166,15 +166,15 @@ export async function ilpReadingsWriter(configuration: string, table: string, re
 
 /**
  * Rollups where QuestDB has materialized views (8.3.1 on): per series variant (device, channel, metric, environment)
- * at 1 second from the table (a step only, VIEW_CHAIN says why), 1 minute from the seconds, 1 hour from the minutes,
- * 1 day from the hours. QuestDB refreshes them incrementally from what the table holds after deduplication, so a
+ * at 1 second from the table (a step only, VIEW_CHAIN says why), 1 minute from the seconds, 5 minutes from the
+ * minutes, 1 hour from the five minutes, 1 day from the hours. QuestDB refreshes them incrementally from what the table holds after deduplication, so a
  * retried batch counts once and a late reading updates its old buckets (both checked on 9.3.2), unless it is older
  * than the raw readings' retention: once expiry has run, the one-second view refreshes nothing older
  * (questdb-expiry.ts). 7.4 has no materialized views: its queries read the table.
  */
 const VIEW_COLUMNS = 'cnt, sum_v, min_v, max_v, last_v, last_ts'
-/** The raw table and the second, minute and hour rollups are partitioned by day, the day rollups by month. */
-const VIEW_PARTITIONS: Record<ViewLevel, PartitionUnit> = { '1s': 'day', '1m': 'day', '1h': 'day', '1d': 'month' }
+/** The raw table and the second, minute, five-minute and hour rollups are partitioned by day, the day rollups by month. */
+const VIEW_PARTITIONS: Record<ViewLevel, PartitionUnit> = { '1s': 'day', '1m': 'day', '5m': 'day', '1h': 'day', '1d': 'month' }
 /** The view `level` is built from: the table for the first of VIEW_CHAIN, else the view before it. */
 const viewBase = (table: string, level: ViewLevel) => (level === VIEW_CHAIN[0] ? table : `${table}_${VIEW_CHAIN[VIEW_CHAIN.indexOf(level) - 1]}`)
 function viewSql(table: string, level: ViewLevel): string {
@@ -201,8 +201,11 @@ async function makeViews(sql: postgres.Sql, table: string): Promise<ViewChain | 
     const first = async (name: string) => (await sql.unsafe<{ first: string | null }[]>(`select cast(min(ts) as long) first from ${name}`))[0]?.first ?? null
     const [raw, days] = [await first(table), await first(`${table}_1d`)]
     const DAY_US = 86_400_000_000
-    if (days !== null && (raw === null || Math.floor(Number(raw) / DAY_US) * DAY_US > Number(days))) return TABLE_MINUTE_CHAIN
-    for (const level of ['1d', '1h', '1m'] as const) await sql.unsafe(`drop materialized view if exists ${table}_${level}`)
+    if (days !== null && (raw === null || Math.floor(Number(raw) / DAY_US) * DAY_US > Number(days))) {
+      await sql.unsafe(viewSql(table, '5m'))
+      return TABLE_MINUTE_CHAIN
+    }
+    for (const level of ['1d', '1h', '5m', '1m'] as const) await sql.unsafe(`drop materialized view if exists ${table}_${level}`)
   }
   for (const level of VIEW_CHAIN) await sql.unsafe(viewSql(table, level))
   return VIEW_CHAIN

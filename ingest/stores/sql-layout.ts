@@ -1,4 +1,4 @@
-// The SQL store's partitions (migration 0007): readings and minute rollups in a partition per week (Monday 00:00
+// The SQL store's partitions (migrations 0007, 0010): readings, minute and 5-minute rollups in a partition per week (Monday 00:00
 // UTC), hour and day rollups in a partition per year. Partitions are made ahead of the writes that need them and
 // dropped whole once every instant they hold is past their level's retention; never a row deleted one by one.
 // Readings stored before the compact layout are moved here from sensor_readings_legacy in batches.
@@ -19,6 +19,7 @@ interface Partitioned { table: string; level: RollupLevel | 'raw'; grid: Grid; f
 export const PARTITIONED: readonly Partitioned[] = [
   { table: 'readings', level: 'raw', grid: 'week', fillfactor: 100 },
   { table: 'reading_rollups_1m', level: '1m', grid: 'week', fillfactor: 80 },
+  { table: 'reading_rollups_5m', level: '5m', grid: 'week', fillfactor: 80 },
   { table: 'reading_rollups_1h', level: '1h', grid: 'year', fillfactor: 80 },
   { table: 'reading_rollups_1d', level: '1d', grid: 'year', fillfactor: 80 },
 ]

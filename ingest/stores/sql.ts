@@ -52,7 +52,7 @@ const insert = (onConflict: string, legacy: boolean) => `with ins as (
   from unnest($1::int4[], $2::int4[], $3::float8[], $4::float8[]) with ordinality as r(ch, s, t, v, n) ${legacy ? NOT_IN_LEGACY : ''}
   order by ch, t, n
   ${onConflict} returning series_id, ts, value
-), minutes as (${rollupFrom('1 minute', 'reading_rollups_1m')}), hours as (${rollupFrom('1 hour', 'reading_rollups_1h')}), days as (${rollupFrom('1 day', 'reading_rollups_1d')}),
+), minutes as (${rollupFrom('1 minute', 'reading_rollups_1m')}), fives as (${rollupFrom('5 minutes', 'reading_rollups_5m')}), hours as (${rollupFrom('1 hour', 'reading_rollups_1h')}), days as (${rollupFrom('1 day', 'reading_rollups_1d')}),
 latest as (${LATEST_FROM_INS})
 select 1`
 // Speculative insertion costs Postgres about 40% more per row than a plain insert (measured on this table with

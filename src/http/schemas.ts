@@ -33,7 +33,7 @@ export const Problem = t.Object({
   max_window_seconds: t.Optional(JsonInteger({ description: 'On query_too_expensive: the longest window that fits at this interval.' })),
   suggested_interval: t.Optional(t.String({ description: 'On query_too_expensive: the finest coarser interval that fits; on beyond_retention: the finest interval the kept rollups answer (with `suggested_from`).' })),
   suggested_from: t.Optional(t.String({ format: 'date-time', description: 'On beyond_retention: a `from` on the grid of `suggested_interval`.' })),
-  retention_days: t.Optional(t.Record(t.String(), JsonInteger(), { description: 'On beyond_retention: days each kept level (`raw`, `1m`, `1h`, `1d`) is kept; 0 = forever.' })),
+  retention_days: t.Optional(t.Record(t.String(), JsonInteger(), { description: 'On beyond_retention: days each kept level (`raw`, `1m`, `5m`, `1h`, `1d`) is kept; 0 = forever.' })),
   retained_from: t.Optional(t.Record(t.String(), t.Union([t.String({ format: 'date-time' }), t.Null()]), { description: 'On beyond_retention: the earliest instant each kept level still holds (null: forever).' })),
 }, { $id: '#/components/schemas/Problem', description: 'RFC 9457 problem details.' })
 

@@ -62,6 +62,39 @@ describe.skipIf(!admin || hasViews)('own rollups (QuestDB 7.4)', () => {
     expect(await marks()).toBe(0)
     expect(await daily()).toMatchObject([{ ts: DAY_ONE, count: 144, avg: 10 }])
   }, 120_000)
+
+  // Rollups an earlier version kept have no five-minute table. Its first day's raw readings have expired since, so
+  // only the minutes can give that day's five minutes; the second day's are still marked, and rolled up from raw.
+  test('rollups of an earlier version (no five-minute table) gain one: rolled up from the minutes, the raw days marked again', async () => {
+    const dayTwo = dayOf(20).map((r) => ({ ...r, ts: r.ts + DAY }))
+    await store.write(dayTwo)
+    await waitFor(async () => Number((await admin!.unsafe(`select count() n from ${table}`))[0]!.n) === 288, 30_000, 50)
+    await store.refreshRollups!(0)
+    await admin!.unsafe(`drop table ${table}_5m`)
+    await admin!.unsafe(`alter table ${table} drop partition list '${new Date(DAY_ONE).toISOString().slice(0, 10)}'`)
+    await waitFor(async () => Number((await admin!.unsafe(`select count() n from ${table}`))[0]!.n) === 144, 30_000, 50)
+    expect(await marks()).toBe(0)
+
+    await new OwnRollups(admin!, new RollupMarks(env.deps.database, table), { '1m': 'day', '5m': 'day', '1h': 'day', '1d': 'month' }).create()
+    // Every minute of the raw readings left is marked again (day two: its first reading to its last).
+    expect(await marks()).toBe(143 * 10 + 1)
+    const fives = async (from: number) => {
+      const [row] = await admin!.unsafe<{ n: string; s: number; rows: string }[]>(`select sum(cnt) n, sum(sum_v) s, count() rows from ${table}_5m
+        where ts >= '${new Date(from).toISOString()}' and ts < '${new Date(from + DAY).toISOString()}'`)
+      return { n: Number(row!.n), s: Number(row!.s), rows: Number(row!.rows) }
+    }
+    expect(await fives(DAY_ONE)).toEqual({ n: 144, s: 1440, rows: 144 })
+    expect(await fives(DAY_ONE + DAY)).toEqual({ n: 144, s: 2880, rows: 144 })
+
+    await store.refreshRollups!(0)
+    expect(await marks()).toBe(0)
+    // Both days through the planner, in five-minute buckets (the first day's raw readings are gone) and in hours.
+    const buckets = (interval: '5m' | '1h') => store.buckets({ accountId, from: DAY_ONE, to: DAY_ONE + 2 * DAY }, { interval, aggregates: ['count', 'avg'], groupBy: 'series' }, 1_000)
+    const expected = (width: number) => [10, 20].flatMap((avg, day) => Array.from({ length: DAY / width }, (_, i) => i * width).filter((t) => t % 600_000 === 0 || width > 600_000)
+      .map((t) => ({ ts: DAY_ONE + day * DAY + t, count: width > 600_000 ? width / 600_000 : 1, avg })))
+    expect((await buckets('5m')).map(({ ts, count, avg }) => ({ ts, count, avg }))).toEqual(expected(300_000))
+    expect((await buckets('1h')).map(({ ts, count, avg }) => ({ ts, count, avg }))).toEqual(expected(3_600_000))
+  }, 120_000)
 })
 
 describe('the size of a refresh piece follows what pieces cost', () => {
@@ -113,7 +146,7 @@ describe.skipIf(!admin || hasViews)('a backlog of days at thousands of series dr
 
   test('every refresh that finishes records its piece, the marks only go down, and the rollups equal the raw rows', async () => {
     const marks = new RollupMarks(env.deps.database, table)
-    const rollups = new OwnRollups(sql, marks, { '1m': 'day', '1h': 'day', '1d': 'month' })
+    const rollups = new OwnRollups(sql, marks, { '1m': 'day', '5m': 'day', '1h': 'day', '1d': 'month' })
     await rollups.create()
     const pending = async () => (await env.deps.database.query<{ n: number }>('select count(*)::int n from reading_rollup_marks where store = $1', [table]))[0]!.n
     let left = await pending()

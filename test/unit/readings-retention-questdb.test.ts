@@ -108,9 +108,9 @@ describe.skipIf(!enabled)('expiry on QuestDB', () => {
     const report = await store.maintain(horizons, NOW)
     const gone = days(FIRST, horizons.raw)
     expect(gone).toHaveLength(3)
-    // Where there are views, the one-second step keeps what the raw table keeps, and the minute rollups go back 6
-    // days: their first day goes with them.
-    const goneViews = hasViews ? [...gone.map((d) => `${table}_1s/${d}`), `${table}_1m/${dayName(FIRST)}`] : []
+    // Where there are views, the one-second step keeps what the raw table keeps, and the minute and 5-minute rollups
+    // go back 6 days: their first day goes with them.
+    const goneViews = hasViews ? [...gone.map((d) => `${table}_1s/${d}`), `${table}_1m/${dayName(FIRST)}`, `${table}_5m/${dayName(FIRST)}`] : []
     expect(report).toEqual({ dropped: [...gone.map((d) => `${table}/${d}`), ...goneViews], created: [] })
     expect(await partitions(table)).toEqual(days(horizons.raw, TODAY + DAY))
     if (hasViews) expect(await partitions(`${table}_1s`)).toEqual(days(horizons.raw, TODAY + DAY))
@@ -171,7 +171,7 @@ describe.skipIf(!enabled)('two processes expiring QuestDB at once', () => {
     const reports = await Promise.all([one.maintain(horizons, NOW), two.maintain(horizons, NOW)])
     const dropped = new Set(reports.flatMap((r) => r.dropped))
     const gone = days(FIRST, horizons.raw)
-    const expected = [...gone.map((d) => `${table}/${d}`), ...(hasViews ? [...gone.map((d) => `${table}_1s/${d}`), `${table}_1m/${dayName(FIRST)}`] : [])]
+    const expected = [...gone.map((d) => `${table}/${d}`), ...(hasViews ? [...gone.map((d) => `${table}_1s/${d}`), `${table}_1m/${dayName(FIRST)}`, `${table}_5m/${dayName(FIRST)}`] : [])]
     expect([...dropped].sort()).toEqual(expected.sort())
     expect(await partitions(table)).toEqual(days(horizons.raw, TODAY + DAY))
     expect(await count(table)).toBe(kept)
@@ -213,7 +213,7 @@ describe.skipIf(!enabled)('each level expires to its own horizon', () => {
     await env?.close()
   })
 
-  test('raw, minute and hour partitions by day and day partitions by month go exactly up to their horizons', async () => {
+  test('raw, minute, 5-minute and hour partitions by day and day partitions by month go exactly up to their horizons', async () => {
     const report = await store.maintain(cut, NOW)
     const expected = [
       ...days(START, cut.raw).map((d) => `${table}/${d}`),
@@ -221,6 +221,7 @@ describe.skipIf(!enabled)('each level expires to its own horizon', () => {
       ...(hasViews ? days(START, cut.raw).map((d) => `${table}_1s/${d}`) : []),
       ...(store.rollupLevels.length ? [
         ...days(START, cut['1m']).map((d) => `${table}_1m/${d}`),
+        ...days(START, cut['5m']).map((d) => `${table}_5m/${d}`),
         ...days(START, cut['1h']).map((d) => `${table}_1h/${d}`),
         // Months wholly before the horizon: the horizon's own month stays.
         ...months(START, cut['1d']).filter((m) => m < dayName(cut['1d']).slice(0, 7)).map((m) => `${table}_1d/${m}`),
@@ -229,9 +230,10 @@ describe.skipIf(!enabled)('each level expires to its own horizon', () => {
     expect(report.dropped).toEqual(expected)
     expect(await partitions(table)).toEqual(days(cut.raw, TODAY + DAY))
     expect(await count(table)).toBe(hourly.filter((r) => r.ts >= cut.raw).length)
-    expect(store.rollupLevels.length).toBe(3)
+    expect(store.rollupLevels.length).toBe(4)
     {
       expect(await partitions(`${table}_1m`)).toEqual(days(cut['1m'], TODAY + DAY))
+      expect(await partitions(`${table}_5m`)).toEqual(days(cut['5m'], TODAY + DAY))
       expect(await partitions(`${table}_1h`)).toEqual(days(cut['1h'], TODAY + DAY))
       expect(await partitions(`${table}_1d`)).toEqual(months(cut['1d'], TODAY + DAY).filter((m) => m >= dayName(cut['1d']).slice(0, 7)))
       // The hour rollups still count every reading from their horizon to the raw one.

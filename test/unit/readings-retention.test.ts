@@ -98,7 +98,7 @@ describe('queries before the raw horizon', () => {
     for (const path of [`/api/v1/environment/readings?device_id=${deviceId}&from=${from()}`, `/api/v1/environment/readings?device_id=${deviceId}&from=${from()}&format=csv`]) {
       const body = await problem(await env.request('GET', path, { token }), 422, 'beyond_retention')
       expect(body.detail).toContain('raw readings for 7 days')
-      expect(body.retention_days).toEqual({ raw: 7, '1m': 14, '1h': 365, '1d': 0 })
+      expect(body.retention_days).toEqual({ raw: 7, '1m': 14, '5m': 14, '1h': 365, '1d': 0 })
       expect(body.retained_from.raw).toBe(new Date(today - 7 * DAY).toISOString())
       expect(body.retained_from['1d']).toBeNull()
     }
