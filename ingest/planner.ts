@@ -101,49 +101,81 @@ export interface Piece { level: RollupLevel | 'raw'; from: number; to: number }
  * Where each stretch of [from, to) is read from for buckets of `interval`: the coarsest level whose buckets nest in
  * the requested ones (its width divides the interval, or a day for weeks and months) covers the whole buckets of it
  * inside the window; the partial edges come from the next finer level, and what no level covers whole (under a
- * minute) from raw readings. Every
- * answer is then exactly the raw one: counts, sums, minima and maxima add up, and `last` is the value at the latest
- * time. `available` leaves out levels a store cannot use now (QuestDB without materialized views, or behind).
+ * minute) from raw readings. Every answer is then exactly the raw one: counts, sums, minima and maxima add up, and
+ * `last` is the value at the latest time. `available` leaves out levels a store cannot use now (QuestDB without
+ * materialized views, or behind). `stale` ([from, to) ranges, ascending, apart) are times whose rollups may lag what
+ * was written (QuestDB's marked minutes, questdb-rollups.ts): a level's bucket touching one is covered by the finer
+ * levels instead, down to the raw readings of the stale minutes themselves. Cut at the day, as they once were, a
+ * minute being written sent its whole day to the raw readings: a dashboard's first ask of today read every reading
+ * since midnight (issue 57). Stale minutes scattered over the window (a series reporting every 10 minutes, each minute
+ * marked) would cut it into hundreds of pieces, one branch of a query each: past MAX_PIECES, stale ranges closer
+ * than a growing gap are read raw as one, until the pieces fit (at worst, one raw stretch from the first stale minute
+ * to the last).
  */
-export function rollupPieces(from: number, to: number, interval: IntervalName, available: readonly RollupLevel[] = ROLLUP_LEVELS.map((l) => l.name)): Piece[] {
+export function rollupPieces(from: number, to: number, interval: IntervalName, available: readonly RollupLevel[] = ROLLUP_LEVELS.map((l) => l.name), stale: readonly (readonly [number, number])[] = []): Piece[] {
+  for (let gap = 0; ; gap = gap ? gap * 4 : 300_000) {
+    const pieces = piecesAround(from, to, interval, available, joined(stale, gap))
+    if (pieces.length <= MAX_PIECES || gap > to - from) return pieces
+  }
+}
+
+/** The most pieces a window is read in (rollupPieces); without stale minutes a window takes at most nine. */
+export const MAX_PIECES = 32
+
+/** Ranges (ascending, apart) with those less than `gap` apart joined into one. */
+const joined = (ranges: readonly (readonly [number, number])[], gap: number): readonly (readonly [number, number])[] => {
+  if (!gap) return ranges
+  const out: [number, number][] = []
+  for (const [from, to] of ranges) {
+    const last = out[out.length - 1]
+    if (last && from - last[1] < gap) last[1] = Math.max(last[1], to)
+    else out.push([from, to])
+  }
+  return out
+}
+
+/** rollupPieces for given stale ranges. */
+function piecesAround(from: number, to: number, interval: IntervalName, available: readonly RollupLevel[], stale: readonly (readonly [number, number])[]): Piece[] {
   const usable = ROLLUP_LEVELS.filter((l) => grainOf(interval) % l.ms === 0 && available.includes(l.name))
-  const cover = (from: number, to: number, i: number): Piece[] => {
-    if (from >= to) return []
+  const out: Piece[] = []
+  const push = (piece: Piece) => {
+    const last = out[out.length - 1]
+    if (last && last.level === piece.level && last.to === piece.from) last.to = piece.to
+    else out.push(piece)
+  }
+  const cover = (from: number, to: number, i: number): void => {
+    if (from >= to) return
     const level = usable[i]
-    if (!level) return [{ level: 'raw', from, to }]
+    if (!level) return push({ level: 'raw', from, to })
     const start = Math.ceil(from / level.ms) * level.ms
     const end = Math.floor(to / level.ms) * level.ms
     if (start >= end) return cover(from, to, i + 1)
-    return [...cover(from, start, i + 1), { level: level.name, from: start, to: end }, ...cover(end, to, i + 1)]
+    cover(from, start, i + 1)
+    // The level's whole buckets, but those touching a stale range, which the finer levels cover.
+    let at = start
+    for (const [staleFrom, staleTo] of stale) {
+      if (staleTo <= at) continue
+      if (staleFrom >= end || at >= end) break
+      const cutFrom = Math.max(at, Math.floor(staleFrom / level.ms) * level.ms)
+      const cutTo = Math.min(end, Math.ceil(staleTo / level.ms) * level.ms)
+      if (at < cutFrom) push({ level: level.name, from: at, to: cutFrom })
+      cover(cutFrom, cutTo, i + 1)
+      at = cutTo
+    }
+    if (at < end) push({ level: level.name, from: at, to: end })
+    cover(end, to, i + 1)
   }
-  return cover(from, to, 0)
+  cover(from, to, 0)
+  return out
 }
 
-/**
- * The pieces with the `staleDays` (day starts, ascending) a rollup piece covers taken out and read from the raw
- * readings instead: days whose rollups may lag what was written (QuestDB 7.4's own rollups, questdb-rollups.ts).
- * Days are whole buckets of every level, so what is left of a rollup piece is still whole buckets of its level.
- */
-export function withoutStale(pieces: readonly Piece[], staleDays: readonly number[]): Piece[] {
-  if (!staleDays.length) return [...pieces]
-  const out: Piece[] = []
-  const push = (piece: Piece) => {
-    if (piece.from >= piece.to) return
+/** Minute starts (ms, any order) as [from, to) ranges, ascending, adjacent minutes joined: rollupPieces' `stale`. */
+export function minuteRanges(minutes: readonly number[]): [number, number][] {
+  const out: [number, number][] = []
+  for (const minute of [...minutes].sort((a, b) => a - b)) {
     const last = out[out.length - 1]
-    if (last && last.level === 'raw' && piece.level === 'raw' && last.to === piece.from) last.to = piece.to
-    else out.push({ ...piece })
-  }
-  for (const piece of pieces) {
-    if (piece.level === 'raw') { push(piece); continue }
-    let from = piece.from
-    for (const day of staleDays) {
-      const dayEnd = day + DAY_MS
-      if (dayEnd <= from || day >= piece.to) continue
-      push({ level: piece.level, from, to: Math.max(from, day) })
-      push({ level: 'raw', from: Math.max(from, day), to: Math.min(piece.to, dayEnd) })
-      from = Math.min(piece.to, dayEnd)
-    }
-    push({ level: piece.level, from, to: piece.to })
+    if (last && minute <= last[1]) last[1] = Math.max(last[1], minute + 60_000)
+    else out.push([minute, minute + 60_000])
   }
   return out
 }

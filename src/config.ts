@@ -154,6 +154,7 @@ const READINGS_CONNECTIONS = { sql: READINGS_QUERY_DEFAULTS.connections, questdb
  */
 export interface ReadingsRetention {
   readonly rawDays: number
+  /** The minute and the 5-minute rollups alike. */
   readonly minuteDays: number
   readonly hourDays: number
   readonly dayDays: number

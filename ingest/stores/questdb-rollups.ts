@@ -9,12 +9,13 @@
 // upserting (DEDUP UPSERT KEYS): so a retried batch counts once and a late reading updates its old buckets, as with
 // the views. A minute is recomputed once its mark has settled, SETTLE_MS after its last write: every write that
 // touched it was acknowledged before that refresh began (a write is answered within its request timeout, 10 s), so
-// the rollups then hold it, and its mark is removed. A minute still being written is not recomputed: its day is read
-// raw while it is marked (below), so a result could serve no query, and a minute being written was read whole again
+// the rollups then hold it, and its mark is removed. A minute still being written is not recomputed: it is read raw
+// while it is marked (below), so a result could serve no query, and a minute being written was read whole again
 // at every refresh (every 2 s): about thirty times over for a stream writing the current minute.
 //
-// Exactness: until its mark is removed, a minute's day counts as stale, and the planner reads stale days from the raw
-// readings (planner.ts withoutStale), so every answer equals the raw one whatever the refresh has reached.
+// Exactness: until its mark is removed, a minute counts as stale: the planner reads no rollup bucket holding it, but
+// the finer levels around it and the minute itself from the raw readings (planner.ts rollupPieces), so every answer
+// equals the raw one whatever the refresh has reached.
 //
 // Several processes may refresh at once. A refresh gives up, recording nothing, once it has run CYCLE_LIMIT_MS, so a
 // slow one cannot land an older computation after the one that removed a mark: each statement is also bounded by the
@@ -99,7 +100,7 @@ const instant = (ms: number) => `'${new Date(ms).toISOString()}'`
 
 /**
  * The minutes written and not yet known to be in the rollups, per readings table (reading_rollup_marks, in the
- * records database): marked by every write before it is acknowledged, read by every query (staleDays), removed by
+ * records database): marked by every write before it is acknowledged, read by every query (markedMinutes), removed by
  * whatever keeps the rollups (OwnRollups on 7.4, ViewWatch where QuestDB keeps views) once they hold the minute.
  */
 export class RollupMarks {
@@ -142,13 +143,6 @@ export class RollupMarks {
    */
   forget(): void {
     this.marked.clear()
-  }
-
-  /** The days (their starts, ms) within [from, to) holding a marked minute: read raw, not from the rollups. */
-  async staleDays(from: number, to: number): Promise<number[]> {
-    const rows = await this.records.query<{ day: number }>(`select distinct floor(date_part('epoch', minute) / 86400) * 86400000 as day from reading_rollup_marks
-      where store = $1 and minute >= $2::timestamptz and minute < $3::timestamptz`, [this.table, new Date(Math.floor(from / DAY_MS) * DAY_MS).toISOString(), new Date(to).toISOString()])
-    return rows.map((r) => Number(r.day)).sort((a, b) => a - b)
   }
 
   /** The marked minutes (their starts, ms) within [from, to). */
@@ -384,12 +378,12 @@ const WATCH_EVERY_MS = 2_000
  * read the views only once all had caught up read a year raw instead. While one device posted ten times a second, a
  * year's daily walk took a median of 138 ms (p90 729) that way and 62 ms (p90 88) this way (QuestDB 9.3.2, two servers
  * on the same data walked alternately, 16 walks each). So writes mark their minutes as
- * on 7.4 (RollupMarks), queries read a marked minute's day raw and every other day from the views, and this watch
+ * on 7.4 (RollupMarks), queries read a marked minute raw and every bucket not holding one from the views, and this watch
  * removes marks once the views hold them, as OwnRollups does once its tables do.
  *
  * One watch: note the time (the records database's clock, which stamps the marks), then the table's last
  * transaction; wait until the first view of the chain has refreshed from that transaction and QuestDB has applied
- * the refresh; then each next view from the transaction of the one before it so applied. Every
+ * the refresh; then each next view from the transaction of its base (a view before it) so applied. Every
  * write acknowledged before the time noted is then in every view, and marks last written SETTLE_MS before it (their
  * writes were acknowledged before it, see the top of the file) are removed.
  *
@@ -411,21 +405,25 @@ export class ViewWatch {
     const [now] = await this.marks.records.query<{ at: string; due: boolean }>(`select now()::text as at, exists(select 1 from reading_rollup_marks where store = $1 and marked_at <= now() - $2 * interval '1 millisecond') as due`, [this.marks.table, settleMs])
     if (this.settled && !now?.due) return true
     const [source] = await this.sql.unsafe<Record<string, unknown>[]>(`select sequencerTxn from wal_tables() where name = '${this.marks.table}'`)
-    let sourceTxn = Number(source?.sequencerTxn)
-    if (!Number.isFinite(sourceTxn)) return false
+    /** The transaction each table or view was noted at (the table's last, each view's applied refresh from it). */
+    const noted = new Map([[this.marks.table, Number(source?.sequencerTxn)]])
+    if (!Number.isFinite(noted.get(this.marks.table))) return false
     for (const level of this.chain) {
       const view = `${this.marks.table}_${level}`
       while (true) {
         if (this.stopping || Date.now() - began > CYCLE_LIMIT_MS) return false
-        const [state] = await this.sql.unsafe<Record<string, unknown>[]>(`select view_status, refresh_base_table_txn from materialized_views() where view_name = '${view}'`)
+        const [state] = await this.sql.unsafe<Record<string, unknown>[]>(`select view_status, base_table_name, refresh_base_table_txn from materialized_views() where view_name = '${view}'`)
         // `refreshing` is a view at work: wait for it. `invalid` needs an operator's full refresh: give up.
         if (!state || state.view_status === 'invalid') return false
-        if (Number(state.refresh_base_table_txn) >= sourceTxn) break
+        // Its own base: an earlier version's hours are on the minutes, not on the five minutes before them in the chain.
+        const baseTxn = noted.get(String(state.base_table_name))
+        if (baseTxn === undefined) throw new Error(`${view} is built on ${String(state.base_table_name)}, which is not before it in its chain (${this.chain.join(', ')})`)
+        if (Number(state.refresh_base_table_txn) >= baseTxn) break
         await Bun.sleep(50)
       }
       const applied = await appliedTxn(this.sql, view, Math.max(0, CYCLE_LIMIT_MS - (Date.now() - began)), () => !this.stopping)
       if (applied === undefined) return false
-      sourceTxn = applied
+      noted.set(view, applied)
     }
     const [removed] = await this.marks.records.query<{ n: number }>(`with removed as (delete from reading_rollup_marks
       where store = $1 and marked_at <= $2::timestamptz - $3 * interval '1 millisecond' returning 1) select count(*)::int as n from removed`, [this.marks.table, now!.at, settleMs])

@@ -12,7 +12,7 @@ import { Lanes } from '../lanes.ts'
 import type { SeriesCatalogue } from '../series.ts'
 import { IlpBody, ilpTarget, ilpVersion, postIlp, seriesPrefix, type IlpTarget } from './ilp.ts'
 import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
-import { bucketsAfter, bucketsIn, rollupPieces, ROLLUP_LEVELS, rowPerBucket, withoutStale, type Piece } from '../planner.ts'
+import { bucketsAfter, bucketsIn, minuteRanges, rollupPieces, ROLLUP_LEVELS, rowPerBucket, type Piece } from '../planner.ts'
 import { OwnRollups, RollupMarks, TABLE_MINUTE_CHAIN, VIEW_CHAIN, ViewWatch, type ViewChain, type ViewLevel } from './questdb-rollups.ts'
 import { byteOrder, compareKeys, groupKey, NO_DEADLINE, type Aggregate, type AggregationSpec, type GroupKey, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
 
@@ -466,21 +466,22 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
     return { valid: prefix(valid), caughtUp: settled(table) ? prefix(fresh) : [] }
   }
   /**
-   * What a bucket read takes from where, for any part of the window `from`–`to`: stale days (marked minutes) raw
-   * where our own rollups are kept; where QuestDB keeps views, the views that have caught up whole, or (once the watch
-   * has settled, ViewWatch) every valid view but on marked days; without either, the table alone.
+   * What a bucket read takes from where, for any part of the window `from`–`to`: where our own rollups are kept, the
+   * rollups but around marked minutes (rollupPieces' `stale`: the finer levels there, the marked minutes raw); where
+   * QuestDB keeps views, the views that have caught up whole, or (once the watch has settled, ViewWatch) every valid
+   * view but around marked minutes; without either, the table alone.
    */
   const piecesOf = async (from: number, to: number, interval: IntervalName, signal: AbortSignal): Promise<(start: number, end: number) => Piece[]> => {
     if (tables) {
-      const stale = await marks!.staleDays(from, to)
-      return (start, end) => withoutStale(rollupPieces(start, end, interval), stale)
+      const stale = minuteRanges(await marks!.markedMinutes(from, to))
+      return (start, end) => rollupPieces(start, end, interval, undefined, stale)
     }
     if (!views) return (start, end) => rollupPieces(start, end, interval, [])
     const states = await viewStates(signal)
     // The marks are read only when some view is behind: a quiet store costs no more than before.
     if (!watch?.settled || states.caughtUp.length === ROLLUP_LEVELS.length) return (start, end) => rollupPieces(start, end, interval, states.caughtUp)
-    const stale = await marks!.staleDays(from, to)
-    return (start, end) => withoutStale(rollupPieces(start, end, interval, states.valid), stale)
+    const stale = minuteRanges(await marks!.markedMinutes(from, to))
+    return (start, end) => rollupPieces(start, end, interval, states.valid, stale)
   }
 
   /** One read of the buckets of `filter`'s window from `pieces`, in (ts, group key) order (buckets() below). */

@@ -1,5 +1,5 @@
 // The rollup tables the store keeps itself where QuestDB has no materialized views (7.4): a minute is recomputed once
-// its mark has settled (no write for a minute), never while it is still being written, when its day is read raw
+// its mark has settled (no write for a minute), never while it is still being written, when it is read raw
 // anyway (ingest/stores/questdb-rollups.ts). Runs only when QUESTDB_ILP and QUESTDB_PG_URL point at a server without
 // materialized views (before 8.3.1).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -44,7 +44,7 @@ describe.skipIf(!admin || hasViews)('own rollups (QuestDB 7.4)', () => {
     await env?.close()
   })
 
-  test('a minute just written is not recomputed (its day is read raw); once settled it is, and its mark goes', async () => {
+  test('a minute just written is not recomputed (it is read raw); once settled it is, and its mark goes', async () => {
     await store.write(dayOf(10))
     await waitFor(async () => Number((await admin!.unsafe(`select count() n from ${table}`))[0]!.n) === 144, 30_000, 50)
     expect(await marks()).toBe(144)
@@ -53,7 +53,7 @@ describe.skipIf(!admin || hasViews)('own rollups (QuestDB 7.4)', () => {
     await store.refreshRollups!()
     expect(await rolledUp()).toBe(0)
     expect(await marks()).toBe(144)
-    // The day is marked, so it is read raw, whole.
+    // Every reading's minute is marked, so they are read raw.
     expect(await daily()).toMatchObject([{ ts: DAY_ONE, count: 144, avg: 10 }])
 
     // Settling at once (no write is under way): every minute is recomputed and its mark removed.

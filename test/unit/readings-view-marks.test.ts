@@ -116,10 +116,10 @@ describe.skipIf(!hasViews)('views an earlier version made (the minute view on th
     return store
   }
 
-  test('are made again on the chain: the minute view from the one-second view, and the days from the views equal the raw readings', async () => {
+  test('are made again on the chain: the minute view from the one-second view, five minutes from it, and the days from the views equal the raw readings', async () => {
     const { table, config } = await earlierLayout('chain')
     const store = await start(config)
-    expect(await basesOf(table)).toEqual({ [`${table}_1s`]: table, [`${table}_1m`]: `${table}_1s`, [`${table}_1h`]: `${table}_1m`, [`${table}_1d`]: `${table}_1h` })
+    expect(await basesOf(table)).toEqual({ [`${table}_1s`]: table, [`${table}_1m`]: `${table}_1s`, [`${table}_5m`]: `${table}_1m`, [`${table}_1h`]: `${table}_5m`, [`${table}_1d`]: `${table}_1h` })
     // Once the watch has seen every view catch up, the days come from the day view, whole.
     await store.refreshRollups!(0)
     expect(await dailyOf(store)).toMatchObject([{ ts: DAY_ONE, count: 144, avg: 10 }, { ts: DAY_TWO, count: 144, avg: 20 }])
@@ -135,8 +135,12 @@ describe.skipIf(!hasViews)('views an earlier version made (the minute view on th
     await waitFor(async () => (await countIn(table, DAY_ONE)) === 0 && (await countIn(table, DAY_TWO)) === 0, 30_000, 100)
 
     const store = await start(config)
-    expect(await basesOf(table)).toEqual({ [`${table}_1m`]: table, [`${table}_1h`]: `${table}_1m`, [`${table}_1d`]: `${table}_1h` })
+    // A five-minute view is added on the minutes; the hours stay on them.
+    expect(await basesOf(table)).toEqual({ [`${table}_1m`]: table, [`${table}_5m`]: `${table}_1m`, [`${table}_1h`]: `${table}_1m`, [`${table}_1d`]: `${table}_1h` })
     await store.refreshRollups!(0)
     expect(await dailyOf(store)).toMatchObject([{ ts: DAY_ONE, count: 144, avg: 10 }, { ts: DAY_TWO, count: 144, avg: 20 }])
+    // The expired days in five minutes: from the new view, made from the minutes those views kept.
+    const fives = await store.buckets({ accountId, from: DAY_ONE, to: DAY_TWO + DAY }, { interval: '5m', aggregates: ['count', 'avg'], groupBy: 'series' }, 1_000)
+    expect(fives.map(({ ts, count, avg }) => ({ ts, count, avg }))).toEqual([...dayOf(DAY_ONE, 10), ...dayOf(DAY_TWO, 20)].map((r) => ({ ts: r.ts, count: 1, avg: r.value })))
   }, 120_000)
 })
