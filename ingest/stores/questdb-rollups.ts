@@ -110,8 +110,7 @@ export class RollupMarks {
   private changedSinceVacuum = 0
   private vacuumedAt = Date.now()
 
-  /** `marking` is where mark() writes, before writes are acknowledged: a pool no query waits in (questdb.ts). */
-  constructor(readonly records: Pick<Database, 'query'>, readonly table: string, private readonly marking: Pick<Database, 'query'> = records) {}
+  constructor(readonly records: Pick<Database, 'query'>, readonly table: string) {}
 
   /**
    * Marks the minutes of `readings` as written: done before the write is acknowledged. A minute this process
@@ -128,7 +127,7 @@ export class RollupMarks {
       if (!this.marked.has(minute)) minutes.add(minute)
     }
     if (!minutes.size) return
-    await this.marking.query(`insert into reading_rollup_marks (store, minute)
+    await this.records.query(`insert into reading_rollup_marks (store, minute)
       select $1, timestamptz 'epoch' + m * interval '1 millisecond' from unnest($2::float8[]) as m
       on conflict (store, minute) do update set marked_at = now()`, [this.table, [...minutes].sort((a, b) => a - b)])
     // Remembered once marked (a mark that failed is tried again by the next write), old minutes too: a device

@@ -362,8 +362,6 @@ function bucketColumns(filter: ReadingsFilter, spec: AggregationSpec): string {
  * not overloaded, and a read waiting longer would cost its asker more than keeping its buckets saves.
  */
 const CAUGHT_UP_WAIT_MS = 100
-/** A mark's statement timeout: as the records pool's, within the request timeout a write is answered in. */
-const MARK_TIMEOUT_MS = 10_000
 
 /** The tails of a window latest() reads first (see there): its last minutes, then today's and the days before. */
 const LATEST_RECENT_MS = 15 * 60_000
@@ -405,7 +403,7 @@ async function workersLeftForWrites(query: (text: string) => Promise<Values[]>, 
  * `catalogue` (in the records database) registers each series before its first reading is written: the server
  * always gives one; a tool or test that only writes and reads QuestDB may leave it out.
  */
-export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, own?: { records: Pick<Database, 'query' | 'openReader'>; log: (message: string, error: unknown) => void }): Promise<ReadingsStore> {
+export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, own?: { records: Pick<Database, 'query'>; log: (message: string, error: unknown) => void }): Promise<ReadingsStore> {
   if (!config.questdbPgUrl) throw new Error('QUESTDB_PG_URL is needed with QUESTDB_ILP: the table, its views and expiry go over PG wire')
   const table = config.questdbTable
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error('QUESTDB_TABLE must be a plain identifier')
@@ -430,14 +428,8 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
   // alone), the table alone.
   /** The chain of views the store keeps, where QuestDB has them. */
   const views = await makeViews(sql, table)
-  /**
-   * Where writes are marked (own rollups, or views with a records database), before they are acknowledged: on two
-   * connections of their own. On the records pool (10 connections) the marks of the dense site's ingest waited behind
-   * the catalogue and marks reads of 100 readings asks arriving at once (issue 57: ack p99 0.8-1.4 s, all of it in
-   * the phase's first 10 s, on QuestDB 7.4.2).
-   */
-  const marking = own?.records.openReader({ connections: 2, statementTimeoutMs: MARK_TIMEOUT_MS })
-  const marks = own ? new RollupMarks(own.records, table, marking && { query: (text, params = []) => marking.query(text, params, NO_DEADLINE) }) : undefined
+  /** Where writes are marked (own rollups, or views with a records database), before they are acknowledged. */
+  const marks = own ? new RollupMarks(own.records, table) : undefined
   const tables = !views && marks ? new OwnRollups(sql, marks, VIEW_PARTITIONS) : undefined
   await tables?.create()
   tables?.start((error) => own!.log('QuestDB rollups refresh failed', error))
@@ -626,7 +618,6 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
       await tables?.stop()
       await watch?.stop()
       await sql.end({ timeout: 5 })
-      await marking?.close()
     },
   }
 }
