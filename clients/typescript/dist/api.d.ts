@@ -709,7 +709,7 @@ export interface paths {
          *     kept bucket's time, by any process, makes it read again, so the answer is the one a read of its own gives. Buckets another request is
          *     reading from the store at that moment, with no write into their time since, are waited for rather than read again.
          *
-         *     **Retention.** Raw readings are kept 90 days, minute rollups 365, hour rollups 1825, day rollups
+         *     **Retention.** Raw readings are kept 90 days, minute and 5-minute rollups 365, hour rollups 1825, day rollups
          *     forever (operator settings `READINGS_RETENTION_DAYS`, `READINGS_MINUTE_ROLLUP_RETENTION_DAYS`,
          *     `READINGS_HOUR_ROLLUP_RETENTION_DAYS`, `READINGS_DAY_ROLLUP_RETENTION_DAYS`; 0 keeps forever; deployment-wide, not per account, since
          *     expiry drops whole partitions), each counted in whole UTC days back from today. A window that reaches before them is answered from the
@@ -2091,7 +2091,7 @@ export interface components {
              * @description On beyond_retention: a `from` on the grid of `suggested_interval`.
              */
             suggested_from?: string;
-            /** @description On beyond_retention: days each kept level (`raw`, `1m`, `1h`, `1d`) is kept; 0 = forever. */
+            /** @description On beyond_retention: days each kept level (`raw`, `1m`, `5m`, `1h`, `1d`) is kept; 0 = forever. */
             retention_days?: {
                 [key: string]: number;
             };
