@@ -169,13 +169,19 @@ function piecesAround(from: number, to: number, interval: IntervalName, availabl
   return out
 }
 
-/** Minute starts (ms, any order) as [from, to) ranges, ascending, adjacent minutes joined: rollupPieces' `stale`. */
-export function minuteRanges(minutes: readonly number[]): [number, number][] {
+/**
+ * The buckets `width` wide holding the sorted instants `points`, as [from, to) pairs, merged across gaps of up to
+ * `gap`: one statement recomputes a stretch, and readings every 2 minutes (marks on every other minute) made one
+ * statement a minute otherwise (a year loaded at once: 262,800 INSERTs into the minute table). With `width` a minute
+ * and no gap, marked minutes as rollupPieces' `stale` ranges.
+ */
+export function stretches(points: readonly number[], width: number, gap = 0): [number, number][] {
   const out: [number, number][] = []
-  for (const minute of [...minutes].sort((a, b) => a - b)) {
+  for (const point of points) {
+    const from = Math.floor(point / width) * width
     const last = out[out.length - 1]
-    if (last && minute <= last[1]) last[1] = Math.max(last[1], minute + 60_000)
-    else out.push([minute, minute + 60_000])
+    if (last && from <= last[1] + gap) last[1] = Math.max(last[1], from + width)
+    else out.push([from, from + width])
   }
   return out
 }

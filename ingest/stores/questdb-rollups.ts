@@ -29,6 +29,7 @@
 import type { Sql } from 'postgres'
 import type { Database } from '../../db/client.ts'
 import type { PartitionUnit } from './questdb-expiry.ts'
+import { stretches } from '../planner.ts'
 import type { RollupLevel } from './interface.ts'
 
 const MINUTE_MS = 60_000
@@ -68,22 +69,6 @@ const VACUUM_EVERY_MS = 60_000
 const OWN_LEVELS = ['1m', '5m', '1h', '1d'] as const satisfies readonly RollupLevel[]
 const OWN_ROLLUP_COLUMNS = 'cnt long, sum_v double, min_v double, max_v double, last_v double, last_ts timestamp'
 const KEYS = 'ts, account_id, device_id, channel, metric, environment_id'
-
-/**
- * The buckets `width` wide holding the sorted instants `points`, as [from, to) pairs, merged across gaps of up to
- * `gap`: one statement recomputes a stretch, and readings every 2 minutes (marks on every other minute) made one
- * statement a minute otherwise (a year loaded at once: 262,800 INSERTs into the minute table).
- */
-function stretches(points: readonly number[], width: number, gap = 0): [number, number][] {
-  const out: [number, number][] = []
-  for (const point of points) {
-    const from = Math.floor(point / width) * width
-    const last = out[out.length - 1]
-    if (last && from <= last[1] + gap) last[1] = Math.max(last[1], from + width)
-    else out.push([from, from + width])
-  }
-  return out
-}
 
 /** [from, to) pairs cut at day boundaries: one statement reads at most a day. */
 const byDay = (ranges: [number, number][]) => ranges.flatMap(([from, to]) => {
@@ -145,10 +130,10 @@ export class RollupMarks {
     this.marked.clear()
   }
 
-  /** The marked minutes (their starts, ms) within [from, to). */
+  /** The marked minutes (their starts, ms) within [from, to), ascending. */
   async markedMinutes(from: number, to: number): Promise<number[]> {
     const rows = await this.records.query<{ m: number }>(`select date_part('epoch', minute) * 1000 as m from reading_rollup_marks
-      where store = $1 and minute >= $2::timestamptz and minute < $3::timestamptz`, [this.table, new Date(from).toISOString(), new Date(to).toISOString()])
+      where store = $1 and minute >= $2::timestamptz and minute < $3::timestamptz order by minute`, [this.table, new Date(from).toISOString(), new Date(to).toISOString()])
     return rows.map((r) => Number(r.m))
   }
 
@@ -227,8 +212,9 @@ export class OwnRollups {
   async create(): Promise<void> {
     const exists = async (level: RollupLevel) => (await this.sql.unsafe<Record<string, unknown>[]>(`select table_name from tables() where table_name = '${this.marks.table}_${level}'`)).length > 0
     const [earlier, fives] = [await exists('1d'), await exists('5m')]
+    const spanOf = async (name: string) => (await this.sql.unsafe<{ first: Date | null; last: Date | null }[]>(`select min(ts) first, max(ts) last from ${name}`))[0]
     const markAll = async () => {
-      const [span] = await this.sql.unsafe<{ first: Date | null; last: Date | null }[]>(`select min(ts) first, max(ts) last from ${this.marks.table}`)
+      const span = await spanOf(this.marks.table)
       if (span?.first && span.last) {
         await this.marks.records.query(`insert into reading_rollup_marks (store, minute)
           select $1, generate_series(date_trunc('minute', $2::timestamptz), $3::timestamptz, interval '1 minute') on conflict (store, minute) do update set marked_at = now()`, [this.marks.table, new Date(span.first).toISOString(), new Date(span.last).toISOString()])
@@ -240,7 +226,7 @@ export class OwnRollups {
         ${OWN_ROLLUP_COLUMNS}) timestamp(ts) partition by ${this.partitions[level]} wal dedup upsert keys(${KEYS})`)
     }
     if (earlier && !fives) {
-      const [span] = await this.sql.unsafe<{ first: Date | null; last: Date | null }[]>(`select min(ts) first, max(ts) last from ${this.marks.table}_1m`)
+      const span = await spanOf(`${this.marks.table}_1m`)
       if (span?.first && span.last) {
         for (const [from, to] of byDay([[new Date(span.first).getTime(), new Date(span.last).getTime() + MINUTE_MS]])) await this.sql.unsafe(this.rollupSql('5m', `${this.marks.table}_1m`, from, to))
         if (!(await this.applied(`${this.marks.table}_5m`))) throw new Error(`QuestDB did not apply ${this.marks.table}_5m's rollup from ${this.marks.table}_1m in time`)

@@ -12,7 +12,7 @@ import { Lanes } from '../lanes.ts'
 import type { SeriesCatalogue } from '../series.ts'
 import { IlpBody, ilpTarget, ilpVersion, postIlp, seriesPrefix, type IlpTarget } from './ilp.ts'
 import { expireQuestdb, type PartitionUnit } from './questdb-expiry.ts'
-import { bucketsAfter, bucketsIn, minuteRanges, rollupPieces, ROLLUP_LEVELS, rowPerBucket, type Piece } from '../planner.ts'
+import { bucketsAfter, bucketsIn, rollupPieces, ROLLUP_LEVELS, rowPerBucket, stretches, type Piece } from '../planner.ts'
 import { OwnRollups, RollupMarks, TABLE_MINUTE_CHAIN, VIEW_CHAIN, ViewWatch, type ViewChain, type ViewLevel } from './questdb-rollups.ts'
 import { byteOrder, compareKeys, groupKey, NO_DEADLINE, type Aggregate, type AggregationSpec, type GroupKey, type BucketPosition, type BucketRow, type IntervalName, type LatestPosition, type RawRow, type Reading, type ReadingsFilter, type ReadingsStore, type RollupLevel, type SeriesPosition } from './interface.ts'
 
@@ -473,14 +473,14 @@ export async function questdbStore(config: Config, catalogue?: SeriesCatalogue, 
    */
   const piecesOf = async (from: number, to: number, interval: IntervalName, signal: AbortSignal): Promise<(start: number, end: number) => Piece[]> => {
     if (tables) {
-      const stale = minuteRanges(await marks!.markedMinutes(from, to))
+      const stale = stretches(await marks!.markedMinutes(from, to), 60_000)
       return (start, end) => rollupPieces(start, end, interval, undefined, stale)
     }
     if (!views) return (start, end) => rollupPieces(start, end, interval, [])
     const states = await viewStates(signal)
     // The marks are read only when some view is behind: a quiet store costs no more than before.
     if (!watch?.settled || states.caughtUp.length === ROLLUP_LEVELS.length) return (start, end) => rollupPieces(start, end, interval, states.caughtUp)
-    const stale = minuteRanges(await marks!.markedMinutes(from, to))
+    const stale = stretches(await marks!.markedMinutes(from, to), 60_000)
     return (start, end) => rollupPieces(start, end, interval, states.valid, stale)
   }
 

@@ -4,7 +4,7 @@
 // The answers these pieces give are held to the raw readings by readings-planner.test.ts; this holds the shape.
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { INTERVALS, MAX_PIECES, minuteRanges, rollupPieces, ROLLUP_LEVELS } from '../../ingest/planner.ts'
+import { INTERVALS, MAX_PIECES, rollupPieces, ROLLUP_LEVELS, stretches } from '../../ingest/planner.ts'
 import type { IntervalName } from '../../ingest/stores/interface.ts'
 
 const MIN = 60_000
@@ -21,7 +21,7 @@ describe('rollup pieces around stale minutes', () => {
       (fromS, spanS, interval, staleMinutes) => {
         const from = T0 + fromS * 1000
         const to = from + spanS * 1000
-        const stale = minuteRanges(staleMinutes.map((m) => T0 + m * MIN))
+        const stale = stretches(staleMinutes.map((m) => T0 + m * MIN).sort((a, b) => a - b), MIN)
         const pieces = rollupPieces(from, to, interval, undefined, stale)
         expect(pieces.length).toBeLessThanOrEqual(MAX_PIECES)
         // Exactly the window, in order, with no gap or overlap.
@@ -50,7 +50,7 @@ describe('rollup pieces around stale minutes', () => {
     const now = T0 + DAY + 10 * 3_600_000 + 37 * MIN + 12_000
     const from = now - DAY
     const late = T0 + DAY + 8 * 3_600_000 + 3 * MIN
-    const stale = minuteRanges([now - 2 * MIN, now - MIN, now, late].map((t) => Math.floor(t / MIN) * MIN))
+    const stale = stretches([late, now - 2 * MIN, now - MIN, now], MIN)
     const pieces = rollupPieces(from, now, '5m', undefined, stale)
     const rows = (level: string) => pieces.filter((p) => p.level === level).reduce((n, p) => n + (p.to - p.from) / (level === 'raw' ? MIN : widthOf(level)), 0)
     const iso = (ms: number) => new Date(ms).toISOString()
