@@ -6,7 +6,7 @@
 // acknowledged = stored, the rollup marks before and after and how long they took to drain, and one dashboard answer
 // checked against the raw rows (its counts). Scaled by BENCH_DENSE_DEVICES (1000), BENCH_DENSE_ENVIRONMENTS (25),
 // BENCH_DENSE_DAYS (7), BENCH_DENSE_DASHBOARDS (50) and --duration (the phase, seconds; the issue's is 120);
-// --store sql|questdb.
+// --store sql|questdb; BENCH_DENSE_EXPORT=0 leaves the export out.
 import { cpus } from 'node:os'
 import postgres from 'postgres'
 import { newId } from '../../src/ids.ts'
@@ -124,10 +124,14 @@ export const dense: Scenario = async (ctx) => {
         const { watch } = local!
         const cpuDuringPhase = cpuWindow({ server: watch.server!(), ...(table ? { questdb: questdbJava() } : {}), postgres: watch.postgres!(), redis: pidsNamed('redis-server'), bench: [process.pid] })
         const phaseStart = Date.now()
+        // The server's metrics 10 s in as well: its own time for the posts of the phase's first seconds, beside the devices'.
+        const metricsAt10 = Bun.sleep(10_000).then(async () => (await fetch(`${api.baseUrl}/metrics`)).text()).catch(() => '')
         const phaseEnd = phaseStart + seconds * 1000
         const acks: number[] = []
         /** Acknowledgements after the phase's first 10 s: the dashboards' first asks (nothing kept yet) are behind it. */
         const acksWarm: number[] = []
+        /** Acknowledgements by the 5 s of the phase their post was sent in: where in the phase the slow ones fall. */
+        const acksBySlice: number[][] = []
         let acknowledged = 0
         let ingestFailures = 0
         const ingest = (async () => {
@@ -146,6 +150,7 @@ export const dense: Scenario = async (ctx) => {
                 if (res?.status === 202) {
                   acks.push(performance.now() - sent)
                   if (ts >= phaseStart + 10_000) acksWarm.push(performance.now() - sent)
+                  ;(acksBySlice[Math.floor((ts - phaseStart) / 5_000)] ??= []).push(performance.now() - sent)
                   acknowledged += CHANNELS
                 } else ingestFailures++
                 await res?.arrayBuffer()
@@ -158,6 +163,8 @@ export const dense: Scenario = async (ctx) => {
         const latestTimes: number[] = []
         /** A dashboard's asks after its first (which finds nothing kept for its question, and no latest entries). */
         const walksAgain: number[] = []
+        /** A dashboard's first ask, which finds nothing kept for its question. */
+        const walksFirst: number[] = []
         const latestAgain: number[] = []
         /** Each walk asked again, by the 20 s of the phase it began in: where in the phase the slow ones fall. */
         const walksBySlice: number[][] = []
@@ -195,6 +202,7 @@ export const dense: Scenario = async (ctx) => {
                 } while (cursor && status === 200)
                 count(dashboardStatuses, status)
                 if (status === 200) dashboardWalks.push(performance.now() - t)
+                if (status === 200 && ask === 0) walksFirst.push(performance.now() - t)
                 if (status === 200 && ask > 0) {
                   walksAgain.push(performance.now() - t)
                   ;(walksBySlice[slice(started)] ??= []).push(performance.now() - t)
@@ -216,7 +224,10 @@ export const dense: Scenario = async (ctx) => {
         const exportStatuses: Record<string, number> = {}
         let exportRows = 0
         let exportMs = NaN
+        // BENCH_DENSE_EXPORT=0 leaves the export out: what the dashboards and devices see without it.
+        const exporting = process.env.BENCH_DENSE_EXPORT !== '0'
         const exporter = (async () => {
+          if (!exporting) return
           const t = performance.now()
           const path = `${API}/environment/readings?from=${new Date(from).toISOString()}&to=${new Date(now).toISOString()}&interval=1h&agg=avg&format=csv&limit=1000000`
           let cursor: string | null = null
@@ -257,6 +268,11 @@ export const dense: Scenario = async (ctx) => {
         // The server's own event loop (hrs_event_loop_lag_seconds): what every request waited behind its other work.
         const serverLag = histogramQuantile(metricsBefore, metricsPhase, 'hrs_event_loop_lag_seconds', '', 0.99)
         const serverLagMax = histogramQuantile(metricsBefore, metricsPhase, 'hrs_event_loop_lag_seconds', '', 1)
+        // The posts as the server timed them (reading to response handed back), in the phase's first 10 s and after.
+        const postRoute = 'method="POST",route="/api/v1/sensors/readings"'
+        const serverPostFirst = histogramQuantile(metricsBefore, await metricsAt10, 'hrs_http_request_duration_seconds', postRoute, 0.99)
+        const serverPostLater = histogramQuantile(await metricsAt10, metricsPhase, 'hrs_http_request_duration_seconds', postRoute, 0.99)
+        const flushFirst = histogramQuantile(metricsBefore, await metricsAt10, 'hrs_ingest_flush_duration_seconds', 'outcome="ok"', 0.99)
         const latestFrom = (source: string) => Number(new RegExp(`^hrs_readings_latest_total\\{source="${source}"\\} (\\S+)$`, 'm').exec(metricsPhase)?.[1] ?? 0)
 
         // Acknowledged = stored: the readings written during the phase.
@@ -293,17 +309,17 @@ export const dense: Scenario = async (ctx) => {
         const answered = dashboardStatuses['200'] ?? 0
         const latestAsked = Object.values(latestStatuses).reduce((a, b) => a + b, 0)
         const setup = table ? await questdbSetup() : undefined
-        const scale = `${devicesCount} devices, ${environmentsCount} environments, ${days} days (${total.toLocaleString('en-US')} readings), ${dashboards} dashboards, ${seconds} s${steady ? `; steady: the phase began once the load's marks had drained (${(settledMs / 1000).toFixed(0)} s)` : ''}${setup ? `; ${setup}` : ''}${Object.keys(readingsSettings).length ? `; ${Object.entries(readingsSettings).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}`
+        const scale = `${devicesCount} devices, ${environmentsCount} environments, ${days} days (${total.toLocaleString('en-US')} readings), ${dashboards} dashboards, ${seconds} s${exporting ? '' : ', no export (BENCH_DENSE_EXPORT=0)'}${steady ? `; steady: the phase began once the load's marks had drained (${(settledMs / 1000).toFixed(0)} s)` : ''}${setup ? `; ${setup}` : ''}${Object.keys(readingsSettings).length ? `; ${Object.entries(readingsSettings).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}`
         // Times the server found Redis unreachable (a command past REDIS_COMMAND_TIMEOUT_MS, say): kept entries go unused meanwhile.
         const redisLost = (local!.server.output().match(/shared store unreachable/g) ?? []).length
         // Why a file broke off, as the server logged it (ingest/query.ts: readings_csv_broken).
         const brokenBecause = /"readings_csv_broken".*?"error":"([^"]*)"/.exec(local!.server.output())?.[1]
         const lines: Line[] = [
           line(NAME, `dashboards answered (${store}), %`, asked ? (100 * answered) / asked : 0, undefined, '%', undefined, 'target', `${answered} of ${asked} (${JSON.stringify(dashboardStatuses)})${Object.keys(refusals).length ? `; refusals ${JSON.stringify(refusals)}` : ''}; target ≥ 99 %; ${scale}`),
-          line(NAME, `dashboard walk p99 (${store})`, quantile(dashboardWalks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(dashboardWalks, 0.5).toFixed(0)} ms; asked again (a dashboard's asks after its first) p99 ${quantile(walksAgain, 0.99).toFixed(0)} ms, by 20 s of the phase ${walksBySlice.map((times) => quantile(times ?? [], 0.99).toFixed(0)).join(' / ')} ms; target < 1000 ms; ${clientLag}; identical reads shared: ${sharedReads}; bucket rows from kept buckets ${keptRows.toLocaleString('en-US')}, from the store ${storeRows.toLocaleString('en-US')}`),
+          line(NAME, `dashboard walk p99 (${store})`, quantile(dashboardWalks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(dashboardWalks, 0.5).toFixed(0)} ms; first asks p50 ${quantile(walksFirst, 0.5).toFixed(0)} ms, max ${quantile(walksFirst, 1).toFixed(0)} ms; asked again (a dashboard's asks after its first) p99 ${quantile(walksAgain, 0.99).toFixed(0)} ms, by 20 s of the phase ${walksBySlice.map((times) => quantile(times ?? [], 0.99).toFixed(0)).join(' / ')} ms; target < 1000 ms; ${clientLag}; identical reads shared: ${sharedReads}; bucket rows from kept buckets ${keptRows.toLocaleString('en-US')}, from the store ${storeRows.toLocaleString('en-US')}`),
           line(NAME, `latest p99 (${store})`, quantile(latestTimes, 0.99), undefined, 'ms', undefined, 'target', `${latestStatuses['200'] ?? 0} of ${latestAsked} answered (${JSON.stringify(latestStatuses)}); p50 ${quantile(latestTimes, 0.5).toFixed(1)} ms; asked again p99 ${quantile(latestAgain, 0.99).toFixed(1)} ms; answers from kept entries ${latestFrom('kept')}, from the store ${latestFrom('store')}${redisLost ? ` (Redis unreachable ${redisLost} times: kv/fallback.ts, the store answers meanwhile)` : ''}; ${clientLag}; target < 100 ms`),
           line(NAME, `export ${days} days hourly, all environments, CSV (${store})`, exportMs, undefined, 'ms', undefined, 'target', `${exportRows} rows; statuses ${JSON.stringify(exportStatuses)}${Object.keys(refusals).length ? `; refusals ${JSON.stringify(refusals)}` : ''}${brokenBecause ? ` (the server: ${brokenBecause})` : ''}; target: no 429 or timeout`),
-          line(NAME, `ingest ack p99 during the phase (${store})`, quantile(acks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(acks, 0.5).toFixed(1)} ms, max ${quantile(acks, 1).toFixed(0)} ms; after the first 10 s p99 ${quantile(acksWarm, 0.99).toFixed(0)} ms; the server's store writes (group commits) p99 ≤ ${flushP99.bound * 1000} ms of ${flushP99.total}; ${acknowledged} acknowledged, ${stored} stored, ${ingestFailures} failed; target < 250 ms and acknowledged = stored`),
+          line(NAME, `ingest ack p99 during the phase (${store})`, quantile(acks, 0.99), undefined, 'ms', undefined, 'target', `p50 ${quantile(acks, 0.5).toFixed(1)} ms, max ${quantile(acks, 1).toFixed(0)} ms; after the first 10 s p99 ${quantile(acksWarm, 0.99).toFixed(0)} ms; by 5 s of the phase, its first 30 s: ${acksBySlice.slice(0, 6).map((times) => quantile(times ?? [], 0.99).toFixed(0)).join(' / ')} ms; the server's store writes (group commits) p99 ≤ ${flushP99.bound * 1000} ms of ${flushP99.total} (≤ ${flushFirst.bound * 1000} ms in the first 10 s); the posts as the server timed them p99 ≤ ${serverPostFirst.bound * 1000} ms in the first 10 s (${serverPostFirst.total}), ≤ ${serverPostLater.bound * 1000} ms after; ${acknowledged} acknowledged, ${stored} stored, ${ingestFailures} failed; target < 250 ms and acknowledged = stored`),
           line(NAME, `rollup marks drained after the phase (${store})`, drainMs, undefined, 'ms', undefined, 'target', `marks ${marksBefore} before the phase, ${marksAfterPhase} after it, ${marksLeft} left after ${(drainMs / 1000).toFixed(0)} s; target: drained within 120 s`),
           line(NAME, `cores busy during the phase (${store})`, phaseCpu.machineCores, undefined, 'cores', undefined, 'target', `of ${cpus().length}; ${Object.entries(phaseCpu.cores).map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', ')}, everything else ${(phaseCpu.machineCores - Object.values(phaseCpu.cores).reduce((a, b) => a + b, 0)).toFixed(2)} (the bench counts its own process; Postgres's backends of the records database open at the phase's start); our server's peak RSS since it started ${serverPeakRss.toFixed(0)} MiB; its event loop late by p99 ≤ ${serverLag.bound * 1000} ms, at most ≤ ${serverLagMax.bound * 1000} ms (of ${serverLag.total} samples)`),
           line(NAME, `one environment's last day: API counts = raw rows (${store})`, apiCount === rawCount ? 1 : 0, undefined, 'bool', undefined, 'target', `API ${apiCount}, raw ${rawCount}`),
