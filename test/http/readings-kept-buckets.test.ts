@@ -16,7 +16,7 @@ const MIN = 60_000
 const H = 60 * MIN
 /** A whole day, so every interval's buckets start on it. */
 const BASE = Date.UTC(2025, 8, 1)
-const WINDOWS: Partial<Record<IntervalName, number>> = { '1m': 90 * MIN, '5m': 8 * H, '15m': 20 * H, '1h': 3 * 24 * H, '1d': 40 * 24 * H }
+const WINDOWS: Partial<Record<IntervalName, number>> = { '1m': 90 * MIN, '5m': 8 * H, '15m': 20 * H, '30m': 40 * H, '1h': 3 * 24 * H, '1d': 40 * 24 * H }
 type Row = Record<string, unknown>
 
 /** A JSON row as the CSV line the same row is (ingest/query.ts's CSV columns). */
