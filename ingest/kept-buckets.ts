@@ -50,13 +50,15 @@ const EPOCH_MS = 30 * DAY_MS
 /** A read whose buckets span more marks than this is not kept: one round trip of the shared store stays small. */
 const MAX_MARKS = 5_000
 
+/** The grains a write marks, coarsest first: every interval's buckets are whole numbers of one of them. */
+const MARK_GRAINS = [DAY_MS, HOUR_MS, FIVE_MINUTES_MS, MINUTE_MS] as const
 /**
  * The grain of the marks a bucket of `interval` is checked against: the coarsest that divides it (minutes for 1m,
- * five minutes for 5m, 15m and 30m, hours under a day, else days). A dashboard's day in 5-minute buckets reads 288
- * marks a page, where at minute grain it read 1,440 (issue 57: at the dense site the shared store's calls took about
- * 5 % of the server's CPU samples, most of them the walks' marks).
+ * five minutes for 5m, 15m and 30m, hours for 1h to 12h, days for 1d and up). A dashboard's day in 5-minute buckets
+ * reads 288 marks a page, where at minute grain it read 1,440 (issue 57: at the dense site the shared store's calls
+ * took about 5 % of the server's CPU samples, most of them the walks' marks).
  */
-const markGrain = (interval: IntervalName) => (INTERVALS[interval] < FIVE_MINUTES_MS ? MINUTE_MS : INTERVALS[interval] < HOUR_MS ? FIVE_MINUTES_MS : INTERVALS[interval] < DAY_MS ? HOUR_MS : DAY_MS)
+const markGrain = (interval: IntervalName) => MARK_GRAINS.find((grain) => INTERVALS[interval] % grain === 0) ?? MINUTE_MS
 const markKey = (accountId: string, grain: number, start: number) => `readings-written:${accountId}:${grain}:${start}`
 
 /**
@@ -80,10 +82,7 @@ export function markingWrites(store: ReadingsStore, shared: SharedStore): Readin
         if (minute === lastMinute && reading.accountId === lastAccount) continue
         lastMinute = minute
         lastAccount = reading.accountId
-        keys.add(markKey(reading.accountId, MINUTE_MS, minute))
-        keys.add(markKey(reading.accountId, FIVE_MINUTES_MS, Math.floor(minute / FIVE_MINUTES_MS) * FIVE_MINUTES_MS))
-        keys.add(markKey(reading.accountId, HOUR_MS, Math.floor(minute / HOUR_MS) * HOUR_MS))
-        keys.add(markKey(reading.accountId, DAY_MS, Math.floor(minute / DAY_MS) * DAY_MS))
+        for (const grain of MARK_GRAINS) keys.add(markKey(reading.accountId, grain, Math.floor(minute / grain) * grain))
       }
       await shared.setMany([...keys], randomUUID(), WRITE_MARK_MS)
       outage.wrote()
