@@ -2,14 +2,6 @@
 // A heavy query keeps a core busy between the store and this process (the store computing, this process parsing and
 // encoding its rows); with as many running as there are cores, everything else (ingest acknowledgements, small
 // reads, every other account) waits for a core. The rest wait their turn, first come first served.
-import { AsyncLocalStorage } from 'node:async_hooks'
-
-/**
- * Set while a heavy read runs in its lane (ingest/query.ts): a store with connections of its own for heavy reads (the
- * SQL store) reads on those, so a heavy read never holds a connection that light reads wait for. A context rather
- * than a parameter, so every wrapping of the store (kept buckets, the tests' own) passes it on untouched.
- */
-export const inHeavyLane = new AsyncLocalStorage<true>()
 
 export class Lanes {
   private running = 0

@@ -15,7 +15,7 @@ import type { SharedStore } from '../src/kv/interface.ts'
 import type { Logger } from '../src/log.ts'
 import type { Metrics } from '../src/observability.ts'
 import { bucketPage, INTERVALS, planQuery, rawPage, type CatalogueScope, type ReadingsShape } from './planner.ts'
-import { inHeavyLane, Lanes } from './lanes.ts'
+import { Lanes } from './lanes.ts'
 import { READ_AHEAD_MS, ReadAhead } from './read-ahead.ts'
 import { JOIN_MS, SharedReads } from './shared-reads.ts'
 import { KeptBuckets } from './kept-buckets.ts'
@@ -265,7 +265,7 @@ async function underDeadline<T>(deps: ReadingsQueryDeps, lanes: Lanes, clientGon
       if (clientGone.aborted) throw clientGone.reason
       throw new ApiError('too_many_queries', `This process runs ${limits.heavyConcurrency} heavy readings ${limits.heavyConcurrency === 1 ? 'query' : 'queries'} at a time and this one waited ${seconds} s for its turn. Retry shortly, or ask for fewer rows per query.`, { headers: { 'retry-after': '1' } })
     }
-    return await (laneTaken ? inHeavyLane.run(true, () => read(signal)) : read(signal))
+    return await read(signal)
   } catch (error) {
     if (clientGone.aborted) throw error
     if (error instanceof ReadCancelled && !error.started) {

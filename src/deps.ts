@@ -107,7 +107,7 @@ async function startFeatures(core: Core, options: Pick<DepsOptions, 'readings' |
   const { config, database, shared, log, metrics } = core
   const rateLimiter = new RateLimiter(shared)
   const catalogue = new SeriesCatalogue(database)
-  const reader = { connections: config.readingsQueries.connections, heavyConnections: config.readingsQueries.heavyConcurrency, statementTimeoutMs: config.readingsQueries.timeoutMs + 1_000 }
+  const reader = { connections: config.readingsQueries.connections, statementTimeoutMs: config.readingsQueries.timeoutMs + 1_000 }
   // The QuestDB store is loaded only where it is configured: with its official client it held 0.5 MB (5,000
   // objects) of a 15.4 MB live heap that every full collection marks, in servers that never use it (2026-11-29).
   // Every write marks what it touched, for the buckets readings queries keep (ingest/kept-buckets.ts).

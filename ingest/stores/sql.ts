@@ -2,7 +2,6 @@
 // per batch through unnest() of column arrays, which also keeps the rollups and each series' newest reading. A
 // retried batch must add nothing: readings are unique on (channel, ts). Partitions: sql-layout.ts.
 import type { Database, ReaderOptions } from '../../db/client.ts'
-import { inHeavyLane } from '../lanes.ts'
 import { READINGS_QUERY_DEFAULTS } from '../../src/config.ts'
 import { bucketsIn, INTERVALS, rollupPieces, ROLLUP_LEVELS, rowPerBucket, type Piece } from '../planner.ts'
 import { SeriesCatalogue, seriesWhere } from '../series.ts'
@@ -226,27 +225,18 @@ function bucketsSql(filter: ReadingsFilter, spec: AggregationSpec, groups: Group
 const LEGACY_BATCH = 20_000
 const LEGACY_MOVE_SECONDS = 5
 
-/** The readers' pool, and how many connections heavy reads have of their own (READINGS_HEAVY_CONCURRENCY). */
-export interface SqlReaderOptions extends ReaderOptions { heavyConnections?: number }
-
-const DEFAULT_READER: SqlReaderOptions = { connections: READINGS_QUERY_DEFAULTS.connections, statementTimeoutMs: 30_000 }
+const DEFAULT_READER: ReaderOptions = { connections: READINGS_QUERY_DEFAULTS.connections, statementTimeoutMs: 30_000 }
 
 /**
  * Reads go through a pool of their own (`reader`), writes through the records database's; `catalogue` registers
  * each series before its first reading is written.
  */
-export function sqlStore(database: Database, reader: SqlReaderOptions = DEFAULT_READER, catalogue = new SeriesCatalogue(database)): ReadingsStore {
+export function sqlStore(database: Database, reader: ReaderOptions = DEFAULT_READER, catalogue = new SeriesCatalogue(database)): ReadingsStore {
   const reads = database.openReader(reader)
   // Latest values (index lookups in reading_latest, a few milliseconds) have a connection of their own: in the
   // readers' queue they waited behind bucket reads of hundreds of milliseconds each. At the dense site (issue 57,
   // 7 days, 4 reader connections) a room's latest values took 23 ms at the median and 1.9 s at p99 that way.
   const latestReads = database.openReader({ ...reader, connections: 1 })
-  // Heavy reads (an export's steps) have connections of their own too (ingest/lanes.ts inHeavyLane): in the readers'
-  // pool one held a reader for as long as the export ran, and light reads queued on what was left. At the dense site
-  // (issue 57, 7 days, 2 reader connections) the dashboards' first walks took 2.0 s at the median with the export
-  // running, 0.4 s without it.
-  const heavyReads = database.openReader({ ...reader, connections: reader.heavyConnections ?? READINGS_QUERY_DEFAULTS.heavyConcurrency })
-  const readerNow = () => (inHeavyLane.getStore() ? heavyReads : reads)
   /** Whether legacy readings may still wait to be moved: known after the first write or maintenance. */
   let legacy: boolean | undefined
   let legacyPosition: LegacyPosition
@@ -313,12 +303,12 @@ export function sqlStore(database: Database, reader: SqlReaderOptions = DEFAULT_
         where r.channel_id in (select channel_id from s) and r.ts >= $${params.push(iso(Math.max(filter.from, after?.[0] ?? filter.from)))}::timestamptz and r.ts < $${params.push(iso(filter.to))}::timestamptz`
       if (after) text += ` and (r.ts, ${byte('s.device_id')}, ${byte('s.channel')}) > ($${params.push(iso(after[0]))}::timestamptz, $${params.push(after[1])}, $${params.push(after[2])})`
       text += ` order by r.ts, ${byte('s.device_id')}, ${byte('s.channel')} limit $${params.push(limit)} offset $${params.push(skip)}`
-      const rows = await readerNow().query<Record<string, unknown>>(text, params, signal)
+      const rows = await reads.query<Record<string, unknown>>(text, params, signal)
       return rows.map((r) => ({ ts: toMs(r.ts), device_id: String(r.device_id), channel: String(r.channel), metric: (r.metric as string | null) ?? null, environment_id: (r.environment_id as string | null) ?? null, value: Number(r.value) }))
     },
     async buckets(filter, spec, limit, after?: BucketPosition, skip = 0, signal = NO_DEADLINE) {
       const seriesParams: unknown[] = []
-      const series = await readerNow().query<ScopedSeries>(seriesCte(filter, seriesParams), seriesParams, signal)
+      const series = await reads.query<ScopedSeries>(seriesCte(filter, seriesParams), seriesParams, signal)
       const groups = numberGroups(series, spec.groupBy)
       if (!groups.members.length) return []
       const params: unknown[] = [groups.members.map((s) => s.id), groups.members.map((s) => s.channel_id), groups.groupOf]
@@ -333,7 +323,7 @@ export function sqlStore(database: Database, reader: SqlReaderOptions = DEFAULT_
       // file finding its last row) are skipped in Postgres, never sent.
       const sortHere = skip === 0 && groups.keys.length * bucketsIn(filter.from, filter.to, spec.interval) <= 2 * limit
       if (!sortHere) text += ` order by t, g limit $${params.push(limit)} offset $${params.push(skip)}`
-      let rows = await readerNow().query<Record<string, unknown>>(text, params, signal)
+      let rows = await reads.query<Record<string, unknown>>(text, params, signal)
       if (sortHere) rows = rows.sort(byBucketAndGroup).slice(skip, skip + limit)
       const byId = new Map(groups.members.map((s) => [Number(s.id), s]))
       return rows.map((r) => {
@@ -371,6 +361,6 @@ export function sqlStore(database: Database, reader: SqlReaderOptions = DEFAULT_
     },
     ping: () => database.ping(),
     // The records database is closed by its owner; the readers' pools are ours.
-    close: async () => { await Promise.all([reads.close(), latestReads.close(), heavyReads.close()]) },
+    close: async () => { await Promise.all([reads.close(), latestReads.close()]) },
   }
 }

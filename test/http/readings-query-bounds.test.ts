@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import postgres from 'postgres'
 import { boundRows, bucketPage, INTERVALS } from '../../ingest/planner.ts'
-import { inHeavyLane } from '../../ingest/lanes.ts'
 import { SeriesCatalogue } from '../../ingest/series.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
 import { ensurePartitions } from '../../ingest/stores/sql-layout.ts'
@@ -207,7 +206,7 @@ describe.skipIf(!REAL_DATABASE_URL)('latest values never queue behind bucket rea
     const env = await createTestEnv()
     // One connection holds the lock in a transaction, the other watches the reads wait for it.
     const locker = postgres(env.config.databaseUrl!, { max: 2, onnotice: () => {} })
-    const store = sqlStore(env.deps.database, { connections: 2, heavyConnections: 1, statementTimeoutMs: 30_000 }, new SeriesCatalogue(env.deps.database))
+    const store = sqlStore(env.deps.database, { connections: 2, statementTimeoutMs: 30_000 }, new SeriesCatalogue(env.deps.database))
     try {
       const owner = await env.account({ scopes: ['sensors:write', 'environment:read'] })
       const now = Date.now()
@@ -225,38 +224,6 @@ describe.skipIf(!REAL_DATABASE_URL)('latest values never queue behind bucket rea
       release()
       await held
       expect((await Promise.all(buckets)).map((rows) => rows.map((r) => r.avg))).toEqual([[21.5], [21.5]])
-    } finally {
-      await store.close()
-      await locker.end()
-      await env.close()
-    }
-  })
-})
-
-describe.skipIf(!REAL_DATABASE_URL)('light reads never queue behind heavy ones (Postgres)', () => {
-  test('with the heavy reads\' connection held by a read in the heavy lane, a light bucket read still answers at once', async () => {
-    const env = await createTestEnv()
-    const locker = postgres(env.config.databaseUrl!, { max: 2, onnotice: () => {} })
-    // One reader connection for each lane: shared, the light read would queue behind the held heavy one.
-    const store = sqlStore(env.deps.database, { connections: 1, heavyConnections: 1, statementTimeoutMs: 30_000 }, new SeriesCatalogue(env.deps.database))
-    try {
-      const owner = await env.account({ scopes: ['sensors:write', 'environment:read'] })
-      const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000
-      const day = Math.floor(hour / 86_400_000) * 86_400_000
-      await store.write([{ accountId: owner.accountId, deviceId: 'hub_1', channel: 't1', ts: hour - 5_400_000, value: 21.5, metric: 'temperature', environmentId: 'env_1' }])
-      // The day rollups locked: a heavy read of whole days waits in the store until the lock goes.
-      const { promise: unlock, resolve: release } = Promise.withResolvers<void>()
-      const { promise: locked, resolve: lockTaken } = Promise.withResolvers<void>()
-      const held = locker.begin(async (tx) => { await tx.unsafe('lock table reading_rollups_1d in access exclusive mode'); lockTaken(); await unlock })
-      await locked
-      const heavy = inHeavyLane.run(true, () => store.buckets({ accountId: owner.accountId, from: day - 7 * 86_400_000, to: day + 86_400_000 }, { interval: '1d', aggregates: ['avg'], groupBy: 'series' }, 10, undefined, 0, NO_DEADLINE))
-      await waitFor(async () => Number((await locker.unsafe(`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%reading_rollups_1d%'`))[0]!.n) === 1, 5_000)
-      // Two whole hours: read from the hour rollups alone, on the light readers' connection.
-      const light = await store.buckets({ accountId: owner.accountId, from: hour - 7_200_000, to: hour }, { interval: '1h', aggregates: ['avg'], groupBy: 'series' }, 10, undefined, 0, AbortSignal.timeout(3_000))
-      expect(light.map((r) => [r.ts, r.avg])).toEqual([[hour - 7_200_000, 21.5]])
-      release()
-      await held
-      expect((await heavy).map((r) => r.avg)).toEqual([21.5])
     } finally {
       await store.close()
       await locker.end()
@@ -350,33 +317,6 @@ describe('lanes: a process runs READINGS_HEAVY_CONCURRENCY heavy queries at a ti
       expect((await heavy(a)).status).toBe(200)
     } finally {
       open()
-      await env.close()
-    }
-  })
-})
-
-describe('heavy reads run in the heavy lane (ingest/lanes.ts inHeavyLane), light ones outside it', () => {
-  test('a heavy query\'s bucket reads see the lane, a light query\'s do not', async () => {
-    const inLane: Record<string, boolean[]> = {}
-    const watched = (store: ReadingsStore): ReadingsStore => ({
-      ...store,
-      buckets: async (...args) => {
-        ;(inLane[args[1].interval] ??= []).push(inHeavyLane.getStore() === true)
-        return store.buckets(...args)
-      },
-    })
-    const env = await createTestEnv({ readingsQueries: { ...limits, heavyRows: 100, keptRows: 0 } }, { readings: (database) => watched(sqlStore(database)) })
-    try {
-      const owner = await env.account({ scopes: ['sensors:write', 'environment:read'] })
-      expect((await post(env, (await device(env, owner)).key, [{ channel: 't1', value: 1 }])).status).toBe(202)
-      // A day at 1m with every bucket listed: 1,440 rows, over heavyRows. A day at 1h: 25 at most.
-      expect((await env.request('GET', '/api/v1/environment/readings?interval=1m&fill=null&limit=1000', { token: owner.token })).status).toBe(200)
-      expect((await env.request('GET', '/api/v1/environment/readings?interval=1h&limit=1000', { token: owner.token })).status).toBe(200)
-      expect(inLane['1m']!.length).toBeGreaterThan(0)
-      expect(inLane['1m']!.every(Boolean)).toBe(true)
-      expect(inLane['1h']!.length).toBeGreaterThan(0)
-      expect(inLane['1h']!.some(Boolean)).toBe(false)
-    } finally {
       await env.close()
     }
   })
