@@ -1,6 +1,7 @@
 // GET /environment/readings: raw readings, per-bucket aggregates, or the latest reading per channel, from
 // whichever readings store is configured (CONTRACT §7); as JSON pages or as streamed CSV files.
 import { Elysia, t } from 'elysia'
+import { jsonTextResponse } from '../src/http/compression.ts'
 import { toPage, type CursorCodec, type Page, type CursorScope } from '../src/http/cursor.ts'
 import { ApiError } from '../src/http/errors.ts'
 import { op } from '../src/http/operation.ts'
@@ -359,7 +360,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
       if (query.latest) {
         const latestAfter = position ? [String(position[2]), String(position[3])] as [string, string] : undefined
         const rows = await sharedRead(JSON.stringify(['latest', rowLimit + 1, latestAfter ?? null]), (signal) => store.latest(filter, rowLimit + 1, latestAfter, signal), false, request.signal)
-        return jsonPage(toPage(rows, rowLimit, deps.cursors, scope, (r) => [...window, r.device_id, r.channel], presenter()), set.headers)
+        return jsonPage(toPage(rows, rowLimit, deps.cursors, scope, (r) => [...window, r.device_id, r.channel], presenter()), request, set)
       }
       const after = position ? [Number(position[2]), String(position[3]), String(position[4])] as BucketPosition : undefined
       if (!csv) {
@@ -378,7 +379,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
           // Not tied to this request: it has been answered by the time the next one comes.
           readAhead.start(pageKey(page.next_cursor), () => fetchRows(rowLimit + 1, next, 0, false, NEVER_ABORTED))
         }
-        return jsonPage(page, set.headers)
+        return jsonPage(page, request, set)
       }
 
       // CSV: a file is the run of pages of `limit` rows that starts at the cursor, cut where a JSON page of that size
@@ -560,10 +561,14 @@ function presenter(): (row: Row) => PresentedRow {
 /**
  * A page sent as it is: its rows are ours, typed against ReadingRow here and checked against the published schema by
  * the tests (test/http/readings-*.test.ts), so Elysia's check of every field of every row (a quarter of the CPU of a
- * 10,000-row page, most of it the date-time pattern) is not run per request.
+ * 10,000-row page, most of it the date-time pattern) is not run per request. It leaves as every JSON answer does
+ * (src/http/compression.ts): gzipped where the client takes it, its headers in the Response. Before, Elysia copied a
+ * page into a new Response around its body as a stream, 6.9 % of the server's CPU samples in the dense bench's phase
+ * (SQL store, a profile), and sent it whole: 2.0 MB for 10,000 rows of 5-minute averages, 218 KB gzipped (level 1,
+ * 2.2 ms of CPU against JSON.stringify's 2.8 ms for that page).
  */
-function jsonPage(page: Page<PresentedRow>, headers: Record<string, unknown>): Page<PresentedRow> {
-  const response = new Response(JSON.stringify(page), { status: 200, headers: { ...(headers as Record<string, string>), 'content-type': 'application/json;charset=utf-8' } })
+function jsonPage(page: Page<PresentedRow>, request: Request, set: Parameters<typeof jsonTextResponse>[1]): Page<PresentedRow> {
+  const response = jsonTextResponse(request, set, JSON.stringify(page))
   // Elysia types a handler's answer as one shape; a Response is sent as it is, outside the JSON schema.
   return response as unknown as Page<PresentedRow>
 }
