@@ -11,7 +11,7 @@ let token: string
 let animalId: string
 beforeAll(async () => {
   env = await createTestEnv()
-  token = (await env.account({ scopes: ['animals:read', 'animals:write'] })).token
+  token = (await env.account({ scopes: ['animals:read', 'animals:write', 'environment:read', 'sensors:write'] })).token
   for (let i = 0; i < 12; i++) {
     const response = await env.request('POST', '/api/v1/animals', { token, body: { name: `Compressible ${i}`, species_id: 'python-regius', notes: 'Fed on Sunday; shed complete. '.repeat(4) } })
     expect(response.status).toBe(201)
@@ -49,6 +49,30 @@ describe('response compression', () => {
     expect(Number(zipped.headers['content-length'])).toBe(zipped.body.length)
     expect(zipped.body.length).toBeLessThan(text.length / 3)
     expect(JSON.parse(new TextDecoder().decode(Bun.gunzipSync(new Uint8Array(zipped.body))))).toEqual(JSON.parse(text))
+    expect(zipped.headers['x-request-id']).toMatch(/^req_/)
+    expect(zipped.headers['ratelimit']).toBeDefined()
+  })
+
+  test('a page of readings (made as text, ingest/query.ts) leaves as every JSON answer does: gzipped, byte for byte the plain page inflated', async () => {
+    const device = await env.request('POST', '/api/v1/sensors/devices', { token, body: { name: 'Compressible hub', channels: [{ key: 't1', metric: 'temperature' }] } })
+    expect(device.status).toBe(201)
+    const key = (await device.json()).key as string
+    const now = Date.now()
+    const readings = Array.from({ length: 40 }, (_, i) => ({ channel: 't1', value: 20 + i / 10, ts: now - (i + 1) * 60_000 }))
+    expect((await env.request('POST', '/api/v1/sensors/readings', { token: key, body: { readings } })).status).toBe(202)
+    const page = `/api/v1/environment/readings?from=${new Date(now - 3_600_000).toISOString()}&to=${new Date(now).toISOString()}&limit=100`
+    const plain = await raw('GET', page, {})
+    expect(plain.status).toBe(200)
+    expect(plain.headers['content-encoding']).toBeUndefined()
+    expect(plain.body.length).toBeGreaterThanOrEqual(COMPRESSION.minChars)
+    expect(JSON.parse(plain.body.toString()).data).toHaveLength(40)
+    const zipped = await raw('GET', page, { 'accept-encoding': 'gzip' })
+    expect(zipped.status).toBe(200)
+    expect(zipped.headers['content-encoding']).toBe('gzip')
+    expect(zipped.headers.vary).toBe('Accept-Encoding')
+    expect(zipped.headers['content-type']).toBe('application/json;charset=utf-8')
+    expect(Number(zipped.headers['content-length'])).toBe(zipped.body.length)
+    expect(Buffer.from(Bun.gunzipSync(new Uint8Array(zipped.body))).equals(plain.body)).toBe(true)
     expect(zipped.headers['x-request-id']).toMatch(/^req_/)
     expect(zipped.headers['ratelimit']).toBeDefined()
   })
