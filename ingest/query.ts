@@ -61,15 +61,20 @@ const FULL_GC_SPACING = 20
 const LARGE_HEAP_KEPT_ROWS = 500_000
 let lastFullGc = { endedAt: 0, tookMs: 0, lastTookMs: Infinity }
 
-/** Garbage collected now, within the bound above (an export's stream asks after each step); `keptRows`: the rows kept buckets hold. */
-function collectGarbage(keptRows: number): void {
+/**
+ * Garbage collected now, within the bound above (an export's stream asks after each step); `keptRows`: the rows kept
+ * buckets hold. Each collection is told to `collected` (hrs_readings_csv_collections_seconds): the process stood still.
+ */
+function collectGarbage(keptRows: number, collected: (kind: 'full' | 'young', seconds: number) => void): void {
   const now = performance.now()
   if (keptRows > LARGE_HEAP_KEPT_ROWS && lastFullGc.tookMs > FREE_GC_MS && now - lastFullGc.endedAt < FULL_GC_SPACING * lastFullGc.tookMs) {
     Bun.gc(false)
+    collected('young', (performance.now() - now) / 1000)
     return
   }
   Bun.gc(true)
   const endedAt = performance.now()
+  collected('full', (endedAt - now) / 1000)
   // The shorter of the last two: a long collection among short ones (much garbage at once) says nothing of the next,
   // a live heap that takes long to mark makes every one long.
   const took = endedAt - now
@@ -231,7 +236,7 @@ export interface ReadingsQueryDeps {
   series: SeriesCatalogue
   shared: SharedStore
   config: { readingsQueries: ReadingsQueryLimits; readingsRetention: ReadingsRetention }
-  metrics: Pick<Metrics, 'readingsCsvBroken' | 'readingsSharedReads' | 'readingsBucketRows'>
+  metrics: Pick<Metrics, 'readingsCsvBroken' | 'readingsCsvCollections' | 'readingsSharedReads' | 'readingsBucketRows'>
   log: Logger
 }
 
@@ -506,7 +511,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
               if (from && nextCursor) readAhead.start(stepKey(nextCursor), () => fetchRows(firstStepRows + 1, from, 0, false, NEVER_ABORTED))
               return controller.close()
             }
-            if (process.memoryUsage.rss() > collectAbove) collectGarbage(kept.size)
+            if (process.memoryUsage.rss() > collectAbove) collectGarbage(kept.size, (kind, seconds) => deps.metrics.readingsCsvCollections.observe([kind], seconds))
           } catch (error) {
             // The status line and part of the file are gone: the file is ended without its chunked terminator, so a
             // client sees a transfer error, never a short file that looks whole.

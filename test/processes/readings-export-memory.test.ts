@@ -122,6 +122,11 @@ test(`a CSV export of ${READINGS} readings keeps the server within ${LIMIT_MB} M
     expect(tail).toBe('')
     expect(lines - 1).toBe(READINGS)
     expect(growthMb).toBeLessThan(LIMIT_MB)
+    // The collections that kept it there are counted, each a stop of the whole process (hrs_readings_csv_collections_seconds).
+    const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text()
+    const collections = Number(/^hrs_readings_csv_collections_seconds_count\{kind="full"\} (\d+)$/m.exec(metrics)?.[1] ?? 0)
+    console.log(`readings-export-memory: ${collections} full collections asked for, ${Number(/^hrs_readings_csv_collections_seconds_sum\{kind="full"\} (\S+)$/m.exec(metrics)?.[1] ?? 0).toFixed(2)} s in all`)
+    expect(collections).toBeGreaterThan(0)
   } finally {
     await server.stop()
   }
