@@ -36,6 +36,8 @@ const histogramOf = (text: string, name: string, labels: string) => {
   for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{${labels ? `${labels},` : ''}le="([^"]+)"\\} (\\S+)$`, 'gm'))) buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]))
   return buckets
 }
+/** One sample's value in a /metrics text: the series named `name` with exactly `labels` (none: ''), 0 where absent. */
+const sampleOf = (text: string, name: string, labels = '') => Number(new RegExp(`^${name}${labels ? `\\{${labels}\\}` : ''} (\\S+)$`, 'm').exec(text)?.[1] ?? 0)
 /** The bucket bound at or under which `q` of the observations between two scrapes fall (a histogram's resolution). */
 const histogramQuantile = (before: string, after: string, name: string, labels: string, q: number) => {
   const [start, end] = [histogramOf(before, name, labels), histogramOf(after, name, labels)]
@@ -274,13 +276,12 @@ export const dense: Scenario = async (ctx) => {
         const serverPostLater = histogramQuantile(await metricsAt10, metricsPhase, 'hrs_http_request_duration_seconds', postRoute, 0.99)
         const flushFirst = histogramQuantile(metricsBefore, await metricsAt10, 'hrs_ingest_flush_duration_seconds', 'outcome="ok"', 0.99)
         // The collections the export asked for between its steps (every request waits out each one): how many, in all.
-        const sampleOf = (text: string, name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0)
         const collections = (['full', 'young'] as const).map((kind) => {
           const [count, sum] = ['_count', '_sum'].map((part) => sampleOf(metricsPhase, `hrs_readings_csv_collections_seconds${part}`, `kind="${kind}"`) - sampleOf(metricsBefore, `hrs_readings_csv_collections_seconds${part}`, `kind="${kind}"`))
           const longest = histogramQuantile(metricsBefore, metricsPhase, 'hrs_readings_csv_collections_seconds', `kind="${kind}"`, 1)
           return `${kind} ${count} (${(sum! * 1000).toFixed(0)} ms in all, each ≤ ${longest.bound * 1000} ms)`
         })
-        const latestFrom = (source: string) => Number(new RegExp(`^hrs_readings_latest_total\\{source="${source}"\\} (\\S+)$`, 'm').exec(metricsPhase)?.[1] ?? 0)
+        const latestFrom = (source: string) => sampleOf(metricsPhase, 'hrs_readings_latest_total', `source="${source}"`)
 
         // Acknowledged = stored: the readings written during the phase.
         let stored: number
@@ -292,8 +293,8 @@ export const dense: Scenario = async (ctx) => {
         const marksLeft = await marks()
         const drainMs = Date.now() - drainStarted
         const metricsText = await (await fetch(`${api.baseUrl}/metrics`)).text().catch(() => '')
-        const sharedReads = Number(/^hrs_readings_shared_reads_total (\S+)$/m.exec(metricsText)?.[1] ?? 0)
-        const bucketRows = (source: string) => Number(new RegExp(`^hrs_readings_bucket_rows_total\\{source="${source}"\\} (\\S+)$`, 'm').exec(metricsText)?.[1] ?? 0)
+        const sharedReads = sampleOf(metricsText, 'hrs_readings_shared_reads_total')
+        const bucketRows = (source: string) => sampleOf(metricsText, 'hrs_readings_bucket_rows_total', `source="${source}"`)
         const keptRows = bucketRows('kept')
         const storeRows = bucketRows('store')
 

@@ -43,7 +43,7 @@ function withVary(vary: unknown, field: string): string {
   return vary.split(',').some((f) => f.trim().toLowerCase() === field.toLowerCase()) ? vary : `${vary}, ${field}`
 }
 
-interface ResponseSet { status?: number | string; headers: Record<string, unknown>; cookie?: Record<string, unknown>; redirect?: string }
+export interface ResponseSet { status?: number | string; headers: Record<string, unknown>; cookie?: Record<string, unknown>; redirect?: string }
 
 const isPlainJson = (value: unknown): value is object =>
   value !== null && typeof value === 'object' && (Array.isArray(value) || Object.getPrototypeOf(value) === Object.prototype)
