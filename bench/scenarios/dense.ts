@@ -126,6 +126,8 @@ export const dense: Scenario = async (ctx) => {
         const { watch } = local!
         const cpuDuringPhase = cpuWindow({ server: watch.server!(), ...(table ? { questdb: questdbJava() } : {}), postgres: watch.postgres!(), redis: pidsNamed('redis-server'), bench: [process.pid] })
         const phaseStart = Date.now()
+        // With BENCH_PROFILE=1 the server's profile is named by the time it started: the phase's seconds in it follow.
+        ctx.log(`${NAME} (${store}): the phase begins at ${phaseStart} (ms since the epoch)`)
         // The server's metrics 10 s in as well: its own time for the posts of the phase's first seconds, beside the devices'.
         const metricsAt10 = Bun.sleep(10_000).then(async () => (await fetch(`${api.baseUrl}/metrics`)).text()).catch(() => '')
         const phaseEnd = phaseStart + seconds * 1000

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import postgres from 'postgres'
+import { MAX_YIELD_MS } from '../../ingest/foreground.ts'
 import { boundRows, bucketPage, INTERVALS } from '../../ingest/planner.ts'
 import { SeriesCatalogue } from '../../ingest/series.ts'
 import { sqlStore } from '../../ingest/stores/sql.ts'
@@ -315,6 +316,78 @@ describe('lanes: a process runs READINGS_HEAVY_CONCURRENCY heavy queries at a ti
       // The lane was given back: both accounts' heavy queries run again.
       expect((await heavy(b)).status).toBe(200)
       expect((await heavy(a)).status).toBe(200)
+    } finally {
+      open()
+      await env.close()
+    }
+  })
+})
+
+describe('heavy reads yield to light requests in flight (ingest/foreground.ts)', () => {
+  test('a heavy read starts once the light request in flight is answered; one held longer does not hold it past MAX_YIELD_MS', async () => {
+    const heavyAt100 = { readingsQueries: { ...limits, heavyRows: 100 } }
+    // Account A's raw reads (light: a page of 5) wait at a gate while it is closed; B's bucket reads (heavy here) are
+    // noted as they begin.
+    let gate: Promise<void> | undefined
+    let open = () => {}
+    const close = () => { gate = new Promise<void>((resolve) => { open = () => { gate = undefined; resolve() } }) }
+    /** What began, in order; a request's several reads of one kind in a row are noted once. */
+    const log: string[] = []
+    const note = (what: string) => { if (log.at(-1) !== what) log.push(what) }
+    let lightAccount = ''
+    const gated = (store: ReadingsStore): ReadingsStore => ({
+      ...store,
+      raw: async (...args) => {
+        if (args[0].accountId !== lightAccount) return store.raw(...args)
+        await gate
+        note('light read')
+        return store.raw(...args)
+      },
+      buckets: async (...args) => { note('heavy read'); return store.buckets(...args) },
+    })
+    const env = await createTestEnv(heavyAt100, { readings: (database) => gated(sqlStore(database)) })
+    try {
+      const a = await env.account({ scopes: ['sensors:write', 'environment:read'] })
+      const b = await env.account({ scopes: ['sensors:write', 'environment:read'] })
+      for (const owner of [a, b]) expect((await post(env, (await device(env, owner)).key, [{ channel: 't1', value: 1 }])).status).toBe(202)
+      lightAccount = a.accountId
+      const light = () => env.request('GET', '/api/v1/environment/readings?limit=5', { token: a.token })
+      // 1 series × 1,440 one-minute buckets of a day: heavy at heavyRows 100; another account's.
+      const heavy = () => env.request('GET', '/api/v1/environment/readings?interval=1m&fill=null&limit=1000&format=csv', { token: b.token })
+      const yielded = () => Number(/^hrs_readings_heavy_yield_seconds_sum (\S+)$/m.exec(env.deps.metrics.readingsHeavyYields.render())?.[1] ?? NaN)
+
+      // Light in flight: the heavy read waits for its answer, then runs.
+      close()
+      const held = light()
+      await waitFor(async () => gate !== undefined && log.length === 0, 1_000)
+      const waiting = heavy()
+      await Bun.sleep(300)
+      expect(log).toEqual([])
+      open()
+      expect((await held).status).toBe(200)
+      const file = await waiting
+      expect(file.status).toBe(200)
+      expect((await file.text()).split('\r\n').length).toBeGreaterThan(1_000)
+      expect(log).toEqual(['light read', 'heavy read'])
+      const afterFirst = yielded()
+      expect(afterFirst).toBeGreaterThan(0.25)
+
+      // A light request held past the bound: the heavy one runs meanwhile, answered while the light one still waits.
+      log.length = 0
+      close()
+      const stuck = light()
+      await Bun.sleep(50)
+      const started = performance.now()
+      const meanwhile = await heavy()
+      expect(meanwhile.status).toBe(200)
+      await meanwhile.arrayBuffer()
+      expect(performance.now() - started).toBeGreaterThan(MAX_YIELD_MS - 50)
+      expect(log).toEqual(['heavy read'])
+      expect(yielded()).toBeGreaterThan(afterFirst + (MAX_YIELD_MS - 100) / 1000)
+      open()
+      expect((await stuck).status).toBe(200)
+      // (A heavy read may follow: the file's listing goes on, and the next file's start is read ahead.)
+      expect(log.slice(0, 2)).toEqual(['heavy read', 'light read'])
     } finally {
       open()
       await env.close()

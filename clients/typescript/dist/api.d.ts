@@ -694,7 +694,9 @@ export interface paths {
          *     An account runs at most 2 heavy requests at once (`READINGS_QUERIES_PER_ACCOUNT`, counted across the
          *     service's processes), beyond that 429 `too_many_queries` with `Retry-After`; and a process runs 1 heavy query
          *     at a time whatever the account (`READINGS_HEAVY_CONCURRENCY`: the share of a node's cores they may take), the others waiting their turn
-         *     within their deadline (past it, 429 `too_many_queries` as well). Answers come from rollups of the readings (per series at 1 minute,
+         *     within their deadline (past it, 429 `too_many_queries` as well). A heavy request's reads (each step of a CSV file among them), and the
+         *     garbage collections its file asks for, first wait until the process has no light readings request in flight, at most 3 s each:
+         *     a dashboard's pages before an export's next rows (the waits are `hrs_readings_heavy_yield_seconds` on `/metrics`). Answers come from rollups of the readings (per series at 1 minute,
          *     1 hour and 1 day, kept on write) wherever they answer exactly, and from the readings themselves at the window's edges: nothing changes for
          *     callers but speed. While a client walks a JSON listing (a request with `cursor` whose page has more, or the first page of a bucketed
          *     query that is not heavy), the page after it is read as it is sent and kept up to 5 s for the next request with that
