@@ -335,10 +335,13 @@ describe('heavy reads yield to light requests in flight (ingest/foreground.ts)',
     const log: string[] = []
     const note = (what: string) => { if (log.at(-1) !== what) log.push(what) }
     let lightAccount = ''
+    /** Light reads that reached the closed gate: their request is in flight in the server. */
+    let held = 0
     const gated = (store: ReadingsStore): ReadingsStore => ({
       ...store,
       raw: async (...args) => {
         if (args[0].accountId !== lightAccount) return store.raw(...args)
+        if (gate) held++
         await gate
         note('light read')
         return store.raw(...args)
@@ -358,13 +361,13 @@ describe('heavy reads yield to light requests in flight (ingest/foreground.ts)',
 
       // Light in flight: the heavy read waits for its answer, then runs.
       close()
-      const held = light()
-      await waitFor(async () => gate !== undefined && log.length === 0, 1_000)
+      const first = light()
+      await waitFor(async () => held === 1, 5_000)
       const waiting = heavy()
       await Bun.sleep(300)
       expect(log).toEqual([])
       open()
-      expect((await held).status).toBe(200)
+      expect((await first).status).toBe(200)
       const file = await waiting
       expect(file.status).toBe(200)
       expect((await file.text()).split('\r\n').length).toBeGreaterThan(1_000)
@@ -376,7 +379,7 @@ describe('heavy reads yield to light requests in flight (ingest/foreground.ts)',
       log.length = 0
       close()
       const stuck = light()
-      await Bun.sleep(50)
+      await waitFor(async () => held === 2, 5_000)
       const started = performance.now()
       const meanwhile = await heavy()
       expect(meanwhile.status).toBe(200)
