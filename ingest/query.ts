@@ -522,7 +522,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
               }
               if (process.memoryUsage.rss() > collectAbove) {
                 // A collection stops every request in the process: a heavy file's waits for a lull in the light ones too.
-                if (heavy) await foreground.lull()
+                if (heavy) deps.metrics.readingsHeavyYields.observe([], await foreground.lull())
                 collectGarbage(kept.size, (kind, seconds) => deps.metrics.readingsCsvCollections.observe([kind], seconds))
               }
             } catch (error) {
