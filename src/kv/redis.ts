@@ -126,10 +126,13 @@ export async function redisStore(url: string, prefix: string, timeouts: RedisTim
   const { default: Redis } = await import('ioredis')
   // No offline queue: while disconnected a command fails at once (and the caller falls back) instead of waiting
   // for a reconnect. The client reconnects by itself in the background, forever.
-  const client = new Redis(url, {
-    enableOfflineQueue: false, maxRetriesPerRequest: 1,
-    commandTimeout: timeouts.commandTimeoutMs, connectTimeout: timeouts.connectTimeoutMs,
-  })
+  const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: timeouts.connectTimeoutMs })
+  // Every command (scripts and pipelines' too) under a deadline of ours rather than ioredis's commandTimeout (see armDeadline).
+  const send = client.sendCommand.bind(client)
+  client.sendCommand = ((command: PendingCommand, stream?: unknown) => {
+    armDeadline(command, timeouts.commandTimeoutMs)
+    return (send as (command: PendingCommand, stream?: unknown) => unknown)(command, stream)
+  }) as unknown as typeof client.sendCommand
   // Pub/sub needs a connection of its own: a subscribed connection can issue no other commands. Its SUBSCRIBE
   // waits for a connection (offline queue, no retry limit), and ioredis subscribes again after every reconnect.
   const subscriber = new Redis(url, { maxRetriesPerRequest: null, connectTimeout: timeouts.connectTimeoutMs })
@@ -236,6 +239,36 @@ export async function redisStore(url: string, prefix: string, timeouts: RedisTim
       subscriber.disconnect()
     },
   }
+}
+
+/** A command's timer firing this much after its deadline says this process stood still, not that Redis did not answer. */
+const STALL_MS = 20
+
+/** What armDeadline needs of an ioredis command. */
+interface PendingCommand { readonly isSettled: boolean; reject(error: Error): void }
+
+/**
+ * Fails `command` when Redis has not answered within `ms`, as ioredis's commandTimeout does, but not for this
+ * process's own stalls. After the event loop stood still past a deadline (a long garbage collection, a large page
+ * made), the deadline's timer runs before the reply that came meanwhile is read from the socket: with commandTimeout,
+ * 10 of 20 commands that Redis answered at once failed as timed out behind a 300 ms stall over a 100 ms deadline
+ * (Bun 1.4.5). Each such failure sends the service to its in-process stand-in (kv/fallback.ts), and the dense bench on
+ * QuestDB 9.3.2 lost its kept latest values that way. A timer that fires late lets the loop read its sockets first
+ * (a new timer runs after them; setImmediate ran before them and did not help), then fails the command if still unanswered.
+ */
+function armDeadline(command: PendingCommand, ms: number): void {
+  let due = performance.now() + ms
+  const check = () => {
+    if (command.isSettled) return
+    const now = performance.now()
+    if (now - due > STALL_MS) {
+      due = now
+      setTimeout(check, 1)
+      return
+    }
+    command.reject(new Error('Command timed out'))
+  }
+  setTimeout(check, ms)
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
