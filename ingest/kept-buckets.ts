@@ -118,6 +118,13 @@ export class KeptBuckets {
   private rows = 0
   /** The rows kept now (each bucket counts one more, for its entry). */
   get size(): number { return this.rows }
+  /** Every row kept now: a JSON page made only of these may be made of the same objects next time (rendered-pages.ts). */
+  private readonly keptRows = new WeakSet<BucketRow>()
+  /** Whether every row of `rows` is kept now (the rows of a page, the one past it included). */
+  holdsAll(rows: readonly BucketRow[]): boolean {
+    for (const row of rows) if (!this.keptRows.has(row)) return false
+    return true
+  }
   /**
    * One copy of each identity string (device, channel, metric, environment) of kept rows: a store's answer carries its
    * own copy in every row, and a kept row took 147 bytes that way, 76 sharing them (a million rows, Bun 1.3).
@@ -252,7 +259,10 @@ export class KeptBuckets {
       const old = this.kept.get(key)
       if (old) this.drop(key, old)
       const entry = { rows: rows.slice(start, i), marks: snapshot.marks(b), until: now + KEPT_MS }
-      for (const row of entry.rows) this.intern(row)
+      for (const row of entry.rows) {
+        this.intern(row)
+        this.keptRows.add(row)
+      }
       this.kept.set(key, entry)
       this.rows += entry.rows.length + 1
     }
@@ -306,6 +316,7 @@ export class KeptBuckets {
   }
 
   private drop(key: string, entry: Kept): void {
+    for (const row of entry.rows) this.keptRows.delete(row)
     this.kept.delete(key)
     this.rows -= entry.rows.length + 1
   }

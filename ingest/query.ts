@@ -401,7 +401,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
           if (!spec) return jsonPage(page(), request, set)
           // A page of buckets made from the same kept rows as one sent before is sent again as it was (rendered-pages.ts).
           const renderKey = `${accountId}\u0000${canonical(filters)}\u0000${from}\u0000${to}\u0000${rowLimit}\u0000${cursor ?? ''}\u0000${acceptsGzip(request.headers.get('accept-encoding'))}`
-          const body = renderedPages.body(renderKey, rows, () => jsonBody(request, JSON.stringify(page()), (set.headers as Record<string, unknown>).etag !== undefined))
+          const body = renderedPages.body(renderKey, rows, () => jsonBody(request, JSON.stringify(page()), (set.headers as Record<string, unknown>).etag !== undefined), (made) => kept.holdsAll(made as Row[]))
           // Elysia types a handler's answer as one shape; a Response is sent as it is, outside the JSON schema.
           return jsonBodyResponse(set, body) as unknown as Page<PresentedRow>
         }

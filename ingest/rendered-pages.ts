@@ -10,12 +10,17 @@
 // change to a page's rows (a write into a kept bucket's time, a bucket read again, a window's partial edge) makes it
 // anew. Row objects are never changed once a store has answered them (kept-buckets.ts interns their strings as it
 // keeps them, before anyone presents them, for text that is the same).
+//
+// Only a page made wholly of kept rows is held: any other cannot be made of the same objects again, and holding it
+// held its rows too. On QuestDB 9.3.2, whose newest buckets are read from the store at every ask, the dense bench's
+// server grew to 836 MiB that way (562 before) and its full collections took 1.7 s in all (each up to 500 ms).
 
 import type { JsonBody } from '../src/http/compression.ts'
 
 /**
  * The most bytes of bodies kept: a 10,000-row page of 5-minute averages is about 220 KB gzipped (1.8 MB as text, for a
- * client that takes no gzip), so the dense site's 25 rooms of 5 pages each take 28 MB.
+ * client that takes no gzip), so the dense site's 25 rooms of 4 pages each (a walk's fifth holds its newest buckets, read
+ * from the store at every ask) take 22 MB.
  */
 const MAX_BYTES = 32 * 2 ** 20
 
@@ -27,17 +32,19 @@ export class RenderedPages {
   private rows = 0
 
   /**
-   * `maxRows`: the most rows the pages kept may be made from (0 keeps none). A page holds its rows for as long as it is
-   * kept: most are the kept buckets' own (no memory of their own), but a bucket read again or dropped there stays here
-   * until its page is made anew or dropped.
+   * `maxRows`: the most rows the pages held may be made from (0 holds none). A page holds its rows for as long as it is
+   * held: the kept buckets' own when it was made, but a bucket read again or dropped there since stays here until its
+   * page is made anew or dropped.
    */
   constructor(private readonly maxRows: number, private readonly onReuse: () => void = () => {}, private readonly maxBytes = MAX_BYTES) {}
 
   /**
    * The body for the page of `rows` under `key`: the one sent before if it was made from these very rows, otherwise
-   * `make()`'s, kept for the next ask (the least recently sent dropped first past the bound).
+   * `make()`'s, held for the next ask where `lasting` (its rows are all kept: they may be the same objects next time).
+   * The least recently sent are dropped first past the bounds.
    */
-  body(key: string, rows: readonly object[], make: () => JsonBody): JsonBody {
+
+  body(key: string, rows: readonly object[], make: () => JsonBody, lasting: (rows: readonly object[]) => boolean): JsonBody {
     const sent = this.pages.get(key)
     if (sent) {
       this.drop(key, sent)
@@ -49,7 +56,7 @@ export class RenderedPages {
     }
     const body = make()
     const bytes = typeof body.body === 'string' ? body.body.length : body.body.byteLength
-    if (bytes <= this.maxBytes / 4 && rows.length <= this.maxRows / 4) this.keep(key, { rows, body, bytes })
+    if (bytes <= this.maxBytes / 4 && rows.length <= this.maxRows / 4 && lasting(rows)) this.keep(key, { rows, body, bytes })
     return body
   }
 

@@ -1,6 +1,7 @@
 // Pages of buckets sent again as they were (ingest/rendered-pages.ts, issue 57): a page asked again, made from the
 // same kept rows, is the same bytes (gzipped or not) without being made again; a write into its buckets' time makes it
-// anew, with the write in it; another account's identical question, another page size or encoding, is its own page.
+// anew, with the write in it; another account's identical question, another page size or encoding, is its own page;
+// a page holding rows read from the store at every ask (a window's partial edge) is never sent again.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { gunzipSync } from 'node:zlib'
 import { JOIN_MS } from '../../ingest/shared-reads.ts'
@@ -85,6 +86,17 @@ for (const { name, overrides, drop } of stores) {
       const other = await ask(b.token, query, true)
       expect(other.text).not.toContain(`hub_${a.accountId}`)
       expect(other.text).toContain(`hub_${b.accountId}`)
+      expect(resent()).toBe(before + 3)
+
+      // A window ending inside hour 9: that partial bucket is read from the store at every ask, so its page is never
+      // made of the same rows twice, and is made anew each time.
+      const partial = new URLSearchParams(query)
+      partial.set('to', iso(BASE + 9 * H + 30 * 60_000))
+      partial.set('limit', '20')
+      const partialFirst = await ask(a.token, partial, true)
+      expect(partialFirst.page.data).toHaveLength(10)
+      await unshared()
+      expect((await ask(a.token, partial, true)).text).toBe(partialFirst.text)
       expect(resent()).toBe(before + 3)
 
       // A late reading into hour 5 of a's: the page is made anew and holds it; asked again, sent as that.
