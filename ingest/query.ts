@@ -318,7 +318,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
   // JSON pages of buckets are answered from kept buckets where they can be; a CSV file (an export, read once) is not kept.
   const keptStore = kept.over(deps.readings)
   // Pages of buckets sent again as they were, where made from the same kept rows: from as many rows as may be kept at most.
-  const renderedPages = new RenderedPages(deps.config.readingsQueries.keptRows, () => deps.metrics.readingsPagesResent.inc())
+  const renderedPages = new RenderedPages<Row>(deps.config.readingsQueries.keptRows, (rows) => kept.holdsAll(rows), () => deps.metrics.readingsPagesResent.inc())
   return new Elysia({ name: 'readings', prefix: API_PREFIX })
     .use(principalMacro)
     .get('/environment/readings', async ({ principal, request, query, set }) => {
@@ -401,7 +401,7 @@ export function readingsRoutes(deps: ReadingsQueryDeps) {
           if (!spec) return jsonPage(page(), request, set)
           // A page of buckets made from the same kept rows as one sent before is sent again as it was (rendered-pages.ts).
           const renderKey = `${accountId}\u0000${canonical(filters)}\u0000${from}\u0000${to}\u0000${rowLimit}\u0000${cursor ?? ''}\u0000${acceptsGzip(request.headers.get('accept-encoding'))}`
-          const body = renderedPages.body(renderKey, rows, () => jsonBody(request, JSON.stringify(page()), (set.headers as Record<string, unknown>).etag !== undefined), (made) => kept.holdsAll(made as Row[]))
+          const body = renderedPages.body(renderKey, rows, () => jsonBody(request, JSON.stringify(page()), (set.headers as Record<string, unknown>).etag !== undefined))
           // Elysia types a handler's answer as one shape; a Response is sent as it is, outside the JSON schema.
           return jsonBodyResponse(set, body) as unknown as Page<PresentedRow>
         }

@@ -24,27 +24,25 @@ import type { JsonBody } from '../src/http/compression.ts'
  */
 const MAX_BYTES = 32 * 2 ** 20
 
-interface Sent { rows: readonly object[]; body: JsonBody; bytes: number }
+interface Sent<Row> { rows: readonly Row[]; body: JsonBody; bytes: number }
 
-export class RenderedPages {
-  private readonly pages = new Map<string, Sent>()
+export class RenderedPages<Row extends object> {
+  private readonly pages = new Map<string, Sent<Row>>()
   private bytes = 0
   private rows = 0
 
   /**
    * `maxRows`: the most rows the pages held may be made from (0 holds none). A page holds its rows for as long as it is
    * held: the kept buckets' own when it was made, but a bucket read again or dropped there since stays here until its
-   * page is made anew or dropped.
+   * page is made anew or dropped. `lasting`: whether rows are all kept now (they may be the same objects next time).
    */
-  constructor(private readonly maxRows: number, private readonly onReuse: () => void = () => {}, private readonly maxBytes = MAX_BYTES) {}
+  constructor(private readonly maxRows: number, private readonly lasting: (rows: readonly Row[]) => boolean, private readonly onReuse: () => void = () => {}, private readonly maxBytes = MAX_BYTES) {}
 
   /**
    * The body for the page of `rows` under `key`: the one sent before if it was made from these very rows, otherwise
-   * `make()`'s, held for the next ask where `lasting` (its rows are all kept: they may be the same objects next time).
-   * The least recently sent are dropped first past the bounds.
+   * `make()`'s, held for the next ask where its rows last. The least recently sent are dropped first past the bounds.
    */
-
-  body(key: string, rows: readonly object[], make: () => JsonBody, lasting: (rows: readonly object[]) => boolean): JsonBody {
+  body(key: string, rows: readonly Row[], make: () => JsonBody): JsonBody {
     const sent = this.pages.get(key)
     if (sent) {
       this.drop(key, sent)
@@ -56,11 +54,11 @@ export class RenderedPages {
     }
     const body = make()
     const bytes = typeof body.body === 'string' ? body.body.length : body.body.byteLength
-    if (bytes <= this.maxBytes / 4 && rows.length <= this.maxRows / 4 && lasting(rows)) this.keep(key, { rows, body, bytes })
+    if (bytes <= this.maxBytes / 4 && rows.length <= this.maxRows / 4 && this.lasting(rows)) this.keep(key, { rows, body, bytes })
     return body
   }
 
-  private keep(key: string, sent: Sent): void {
+  private keep(key: string, sent: Sent<Row>): void {
     this.pages.set(key, sent)
     this.bytes += sent.bytes
     this.rows += sent.rows.length
@@ -70,7 +68,7 @@ export class RenderedPages {
     }
   }
 
-  private drop(key: string, sent: Sent): void {
+  private drop(key: string, sent: Sent<Row>): void {
     this.pages.delete(key)
     this.bytes -= sent.bytes
     this.rows -= sent.rows.length
